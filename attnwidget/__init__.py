@@ -1,0 +1,78 @@
+"""attnwidget: see and explain attention inside Transformer models.
+
+The pipeline, as the folders show it: ``capture`` (model → attention record),
+``methods`` (pure functions on arrays, registered by name), ``views`` (thin
+anywidget classes, one per JS view).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import (
+    AttentionRowSumWarning,
+    AttentionShapeError,
+    AttnWidgetError,
+    InputError,
+    ModelNotSupportedError,
+    NonFiniteError,
+    TooLargeError,
+    TruncationWarning,
+    UnknownMethodError,
+)
+from .explain import DEFAULT_METHODS, explain
+from .explanation import Explanation
+from .methods import (
+    attention_flow,
+    available_methods,
+    blank_out,
+    get_method,
+    grad_attention,
+    input_x_gradient,
+    integrated_gradients,
+    raw_attention,
+    register,
+)
+from .methods.rollout import rollout
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DEFAULT_METHODS",
+    "AttentionRowSumWarning",
+    "AttentionShapeError",
+    "AttnWidgetError",
+    "Explanation",
+    "InputError",
+    "ModelNotSupportedError",
+    "NonFiniteError",
+    "SaliencyView",
+    "TooLargeError",
+    "TruncationWarning",
+    "UnknownMethodError",
+    "__version__",
+    "attention_flow",
+    "available_methods",
+    "blank_out",
+    "explain",
+    "get_method",
+    "grad_attention",
+    "input_x_gradient",
+    "integrated_gradients",
+    "raw_attention",
+    "register",
+    "rollout",
+]
+
+
+def __getattr__(name: str) -> Any:
+    # Views import anywidget; the core stays importable (and fast) without it.
+    if name == "SaliencyView":
+        from .views import SaliencyView
+
+        return SaliencyView
+    if name == "demo":
+        from . import demo
+
+        return demo
+    raise AttributeError(f"module 'attnwidget' has no attribute {name!r}")

@@ -1,0 +1,47 @@
+"""What kind of model is being explained, from its class and config."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import ModelNotSupportedError
+
+ENCODER = "encoder"  # sequence classifier (BERT, RoBERTa, DistilBERT, ELECTRA, GPT-2 cls.)
+MASKED_LM = "masked-lm"
+CAUSAL_LM = "causal-lm"
+ENCODER_DECODER = "encoder-decoder"
+
+KINDS = (ENCODER, MASKED_LM, CAUSAL_LM, ENCODER_DECODER)
+
+_SUFFIXES = (
+    ("ForSequenceClassification", ENCODER),
+    ("ForMaskedLM", MASKED_LM),
+    ("ForCausalLM", CAUSAL_LM),
+    ("LMHeadModel", CAUSAL_LM),
+    ("ForConditionalGeneration", ENCODER_DECODER),
+)
+
+
+def model_kind(model: Any) -> str:
+    """Classify a Hugging Face model by its head.
+
+    Raises :class:`ModelNotSupportedError` for a model without a head that
+    scores a target (e.g. a bare ``BertModel``), naming the classes to use.
+    """
+    config = getattr(model, "config", None)
+    names = [cls.__name__ for cls in type(model).__mro__]
+    for name in names:
+        for suffix, kind in _SUFFIXES:
+            if name.endswith(suffix):
+                if kind == ENCODER_DECODER and not getattr(config, "is_encoder_decoder", False):
+                    continue
+                if kind == CAUSAL_LM and getattr(config, "is_encoder_decoder", False):
+                    return ENCODER_DECODER
+                return kind
+    if getattr(config, "is_encoder_decoder", False) and hasattr(model, "get_decoder"):
+        return ENCODER_DECODER
+    raise ModelNotSupportedError(
+        f"{type(model).__name__} has no head that scores a target, so there is nothing to "
+        "explain. Load the model with a head: AutoModelForSequenceClassification (classifiers), "
+        "AutoModelForMaskedLM, AutoModelForCausalLM or AutoModelForSeq2SeqLM."
+    )

@@ -1,0 +1,193 @@
+""":func:`explain`: one call from a model, a tokenizer and a text to an Explanation."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, overload
+
+import numpy as np
+
+from .capture import ENCODER_DECODER, AttentionRecord, Item, capture, capture_ready, model_kind
+from .capture.tokens import encode, max_length, second_segment_start
+from .errors import InputError
+from .explanation import Explanation
+from .methods import ScoreContext, compute_scores, get_method
+
+#: Methods computed when ``methods=None``: everything one forward+backward gives.
+DEFAULT_METHODS: tuple[str, ...] = ("raw", "rollout", "grad_attention", "input_x_gradient")
+
+
+@overload
+def explain(model: Any, tokenizer: Any, text: str, **kwargs: Any) -> Explanation: ...
+@overload
+def explain(model: Any, tokenizer: Any, text: list[str], **kwargs: Any) -> list[Explanation]: ...
+
+
+def explain(
+    model: Any,
+    tokenizer: Any,
+    text: str | Sequence[str],
+    *,
+    text_pair: str | Sequence[str] | None = None,
+    target: Any = None,
+    methods: Sequence[str] | None = None,
+    query_index: int | None = None,
+    decoder_text: str | None = None,
+    truncation: bool = False,
+    readable_tokens: bool = True,
+    method_options: dict[str, dict[str, Any]] | None = None,
+) -> Explanation | list[Explanation]:
+    """Run ``model`` once on ``text`` and explain its prediction.
+
+    One forward and one backward pass capture the post-softmax attention of
+    every layer and head (eval mode, eager attention), its gradient with
+    respect to the target score, and the input embeddings and their
+    gradient. The model is left exactly as it was (mode, attention
+    implementation, ``requires_grad`` flags; no hooks, no parameter gradients).
+
+    Args:
+        model: a Hugging Face model with a head: sequence classifier, masked
+            LM, causal LM or encoder–decoder LM. Any device and dtype; methods
+            compute in float32 and return numpy.
+        tokenizer: its tokenizer.
+        text: one text, or a list of texts (returns a list of explanations;
+            inputs are batched by length, so no padding enters any score).
+        text_pair: the second sentence of a pair (or a list of them).
+        target: what to explain. Classifiers: class index or label name
+            (default: the predicted class). Causal LMs: next token as a string
+            or id (default: the predicted next token). Masked LMs: the token at
+            the mask position (default: the predicted one). Encoder–decoder:
+            the next decoder token. A list gives one target per text.
+        methods: names of registered methods (default: raw, rollout,
+            grad_attention, input_x_gradient); see
+            :func:`attnwidget.available_methods`.
+        query_index: the row to explain; default CLS (encoder classifiers),
+            the last position (causal LMs), the mask position (masked LMs), the
+            last decoder position (encoder–decoder).
+        decoder_text: encoder–decoder only: the decoder's prefix (default:
+            just the decoder start token).
+        truncation: cut text longer than the model's maximum length (with a
+            warning) instead of raising.
+        readable_tokens: strip tokenizer markers (``Ġ``, ``##``, ``▁``).
+        method_options: per-method keyword options, e.g.
+            ``{"rollout": {"head_fusion": "max"}, "integrated_gradients": {"steps": 64}}``.
+
+    Returns:
+        An :class:`Explanation` (or a list of them for a list of texts).
+    """
+    texts, single = _as_list(text, "text")
+    pairs = _broadcast(text_pair, len(texts), "text_pair")
+    targets = target if isinstance(target, list) else [target] * len(texts)
+    if len(targets) != len(texts):
+        raise InputError(f"{len(targets)} targets for {len(texts)} texts; pass one per text.")
+    names = list(DEFAULT_METHODS if methods is None else methods)
+    for name in names:
+        get_method(name)  # unknown names fail before the model runs
+    kind = model_kind(model)
+    limit = max_length(model, tokenizer)
+    items = [
+        _item(model, tokenizer, t, p, kind=kind, limit=limit, truncation=truncation,
+              decoder_text=decoder_text)
+        for t, p in zip(texts, pairs, strict=True)
+    ]
+    explanations: list[Explanation] = []
+    with capture_ready(model):
+        # Group consecutive texts sharing a target so each group is one batch.
+        for start, end in _runs(targets):
+            records = capture(model, tokenizer, items[start:end], kind=kind,
+                              target=targets[start], query_index=query_index,
+                              readable=readable_tokens)
+            explanations.extend(_explanation(r, names, method_options or {}) for r in records)
+    return explanations[0] if single else explanations
+
+
+def _as_list(value: Any, name: str) -> tuple[list[str], bool]:
+    if isinstance(value, str):
+        return [value], True
+    if isinstance(value, Sequence) and value and all(isinstance(v, str) for v in value):
+        return list(value), False
+    if isinstance(value, Sequence) and not value:
+        raise InputError(f"{name} is an empty list; pass at least one text.")
+    raise InputError(f"{name} must be a string or a list of strings, got {type(value).__name__}.")
+
+
+def _broadcast(value: Any, count: int, name: str) -> list[str | None]:
+    if value is None or isinstance(value, str):
+        return [value] * count
+    values = list(value)
+    if len(values) != count:
+        raise InputError(f"{len(values)} values for {name} but {count} texts; pass one per text.")
+    return values
+
+
+def _runs(targets: list[Any]) -> list[tuple[int, int]]:
+    runs, start = [], 0
+    for index in range(1, len(targets) + 1):
+        if index == len(targets) or targets[index] != targets[start]:
+            runs.append((start, index))
+            start = index
+    return runs
+
+
+def _item(model: Any, tokenizer: Any, text: str, pair: str | None, *, kind: str,
+          limit: int | None, truncation: bool, decoder_text: str | None) -> Item:
+    encoding = encode(tokenizer, text, text_pair=pair, limit=limit, truncation=truncation)
+    decoder_ids = None
+    if kind == ENCODER_DECODER:
+        start = getattr(model.config, "decoder_start_token_id", None)
+        if start is None:
+            start = getattr(model.generation_config, "decoder_start_token_id", None)
+        if start is None:
+            raise InputError("the model's config has no decoder_start_token_id; set it.")
+        decoder_ids = [int(start)]
+        if decoder_text:
+            decoder_ids += tokenizer(decoder_text, add_special_tokens=False)["input_ids"]
+    elif decoder_text is not None:
+        raise InputError("decoder_text is only for encoder–decoder models (T5, BART).")
+    return Item(
+        input_ids=list(encoding["input_ids"]),
+        token_type_ids=list(encoding["token_type_ids"]) if "token_type_ids" in encoding else None,
+        sentence_b_start=second_segment_start(encoding) if pair is not None else None,
+        decoder_ids=decoder_ids,
+    )
+
+
+def _explanation(record: AttentionRecord, names: list[str],
+                 options: dict[str, dict[str, Any]]) -> Explanation:
+    context = ScoreContext(
+        attentions=record.attentions.astype(np.float64),
+        query_index=record.query_index if record.query_weights is None else 0,
+        attention_grads=record.attention_grads.astype(np.float64),
+        embeddings=record.embeddings.astype(np.float64),
+        embedding_grads=record.embedding_grads.astype(np.float64),
+        input_ids=record.input_ids,
+        blank_token_id=record.blank_token_id,
+        keep_mask=~record.special_mask,
+        target_score=record.target_score,
+        target_probability=record.target_probability,
+        options=options,
+        query_weights=record.query_weights,
+    )
+    scores, details = compute_scores(names, context)
+    logits = record.logits
+    exponentials = np.exp(logits.astype(np.float64) - logits.max())
+    probabilities = exponentials / exponentials.sum()
+    return Explanation(
+        tokens=record.tokens,
+        attentions=record.attentions,
+        query_index=record.query_index,
+        scores=scores,
+        target=record.target_label,
+        target_id=record.target_id,
+        logits=logits,
+        probabilities=probabilities.astype(np.float32),
+        raw_tokens=record.raw_tokens,
+        input_ids=record.input_ids,
+        sentence_b_start=record.sentence_b_start,
+        kind=record.kind,
+        attention_grads=record.attention_grads,
+        decoder_tokens=record.decoder_tokens,
+        decoder_attentions=record.decoder_attentions,
+        cross_attentions=record.cross_attentions,
+        details=details,
+    )

@@ -1,0 +1,138 @@
+"""The :class:`Explanation` record returned by :func:`attnwidget.explain`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .errors import AttentionShapeError
+from .methods._graph import as_attention_array
+
+
+@dataclass
+class Explanation:
+    """Attention and relevance scores of one input for one target.
+
+    Attributes:
+        tokens: readable token strings (no ``Ġ``/``##`` markers), length n.
+        attentions: float32 (L, H, n, n) post-softmax self-attention; for
+            encoder–decoder models the encoder's (see also ``decoder_attentions``
+            and ``cross_attentions``).
+        query_index: the row explained (CLS, last position, or mask position;
+            for encoder–decoder models the decoder position).
+        scores: method name -> float32 (n,) relevance of each input token.
+        target: the explained target (class label, token string, or None).
+        target_id: class index or token id of the target.
+        logits, probabilities: float32 model outputs at the query position.
+        raw_tokens: the tokenizer's own token strings.
+        input_ids: int64 (n,) token ids, when a model produced them.
+        sentence_b_start: index of the first token of the second segment of a
+            sentence pair, else None.
+        kind: "encoder", "masked-lm", "causal-lm", "encoder-decoder" or "arrays".
+        decoder_tokens, decoder_attentions (L, H, m, m), cross_attentions
+            (L, H, m, n): encoder–decoder models only.
+        details: per-method extras (e.g. integrated gradients' completeness
+            gap, flow's trivial-bound flags).
+    """
+
+    tokens: list[str]
+    attentions: np.ndarray
+    query_index: int = 0
+    scores: dict[str, np.ndarray] = field(default_factory=dict)
+    target: Any = None
+    target_id: int | None = None
+    logits: np.ndarray | None = None
+    probabilities: np.ndarray | None = None
+    raw_tokens: list[str] | None = None
+    input_ids: np.ndarray | None = None
+    sentence_b_start: int | None = None
+    kind: str = "arrays"
+    attention_grads: np.ndarray | None = None
+    decoder_tokens: list[str] | None = None
+    decoder_attentions: np.ndarray | None = None
+    cross_attentions: np.ndarray | None = None
+    details: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        n = len(self.tokens)
+        if self.attentions.ndim != 4 or self.attentions.shape[-2:] != (n, n):
+            raise AttentionShapeError(
+                f"attentions has shape {tuple(self.attentions.shape)} but there are {n} "
+                f"tokens; expected (L, H, {n}, {n}). Pass the tokens the attention was "
+                "computed on (special tokens included)."
+            )
+        # For encoder–decoder models the explained row is a decoder position.
+        rows = len(self.decoder_tokens) if self.decoder_tokens is not None else n
+        if not 0 <= self.query_index < rows:
+            raise IndexError(f"query_index={self.query_index} out of range for {rows} tokens.")
+
+    @property
+    def num_layers(self) -> int:
+        return int(self.attentions.shape[0])
+
+    @property
+    def num_heads(self) -> int:
+        return int(self.attentions.shape[1])
+
+    @property
+    def methods(self) -> list[str]:
+        """Names of the methods whose scores this explanation holds."""
+        return list(self.scores)
+
+    @classmethod
+    def from_attentions(
+        cls,
+        attentions: Any,
+        tokens: Sequence[str],
+        *,
+        query_index: int = 0,
+        methods: Sequence[str] | None = ("raw", "rollout"),
+        sentence_b_start: int | None = None,
+    ) -> Explanation:
+        """Build an explanation from attention computed elsewhere.
+
+        Args:
+            attentions: the Hugging Face / bertviz tuple of per-layer tensors of
+                shape (1, H, n, n), or an array of shape (L, H, n, n).
+            tokens: the n token strings (special tokens included).
+            query_index: the row to explain (default 0, the CLS position).
+            methods: attention-only methods to score (any registered method
+                that needs nothing but attention, e.g. "raw", "rollout", "flow").
+        """
+        from .methods import compute_scores  # local: methods import this module's deps
+
+        array = as_attention_array(attentions)
+        tokens = [str(t) for t in tokens]
+        if array.shape[-1] != len(tokens):
+            raise AttentionShapeError(
+                f"attention covers {array.shape[-1]} tokens but {len(tokens)} tokens were "
+                "given; pass exactly the tokens the attention was computed on."
+            )
+        explanation = cls(
+            tokens=tokens,
+            attentions=array.astype(np.float32),
+            query_index=query_index if query_index >= 0 else len(tokens) + query_index,
+            sentence_b_start=sentence_b_start,
+        )
+        if methods:
+            from .methods.registry import ScoreContext
+
+            context = ScoreContext(attentions=array, query_index=explanation.query_index)
+            explanation.scores, explanation.details = compute_scores(list(methods), context)
+        return explanation
+
+    def top_tokens(self, method: str, k: int = 5) -> list[tuple[str, float]]:
+        """The k highest-scored tokens of ``method`` as (token, score) pairs."""
+        scores = self.scores[method]
+        order = np.argsort(-scores, kind="stable")[:k]
+        return [(self.tokens[i], float(scores[i])) for i in order]
+
+    def __repr__(self) -> str:
+        methods = ", ".join(self.scores) or "none"
+        return (
+            f"Explanation(kind={self.kind!r}, n={len(self.tokens)}, layers={self.num_layers}, "
+            f"heads={self.num_heads}, target={self.target!r}, methods=[{methods}])"
+        )

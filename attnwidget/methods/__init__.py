@@ -1,0 +1,77 @@
+"""Explanation methods: pure functions on arrays, each registered by name.
+
+Importing this package registers every built-in method. Use
+:func:`available_methods` to list them and :func:`compute_scores` to run
+several on one captured context.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import ModelNotSupportedError
+from . import blank_out, flow, grad_attention, gradients, raw, rollout  # noqa: F401
+from .flow import attention_flow
+from .grad_attention import grad_attention
+from .gradients import input_x_gradient, integrated_gradients
+from .blank_out import blank_out
+from .raw import raw_attention
+from .registry import MethodSpec, ScoreContext, available_methods, get_method, register
+from .rollout import rollout as rollout_maps
+
+__all__ = [
+    "MethodSpec",
+    "ScoreContext",
+    "attention_flow",
+    "available_methods",
+    "blank_out",
+    "compute_scores",
+    "get_method",
+    "grad_attention",
+    "input_x_gradient",
+    "integrated_gradients",
+    "raw_attention",
+    "register",
+    "rollout_maps",
+]
+
+
+def compute_scores(
+    names: Sequence[str], context: ScoreContext
+) -> tuple[dict[str, np.ndarray], dict[str, dict[str, Any]]]:
+    """Run the named methods on one context.
+
+    Returns ``(scores, details)``: ``scores[name]`` is float32 (n,);
+    ``details[name]`` holds a method's extras when it returns any (a method
+    adapter may return ``(scores, details)`` instead of plain scores).
+    Unknown names raise :class:`UnknownMethodError` before anything runs.
+    """
+    specs = [get_method(name) for name in names]  # validate every name first
+    available = {"attentions"}
+    if context.attention_grads is not None:
+        available.add("attention_grads")
+    if context.embedding_grads is not None:
+        available.add("embedding_grads")
+    if context.target_score is not None:
+        available.add("target_score")
+    if context.target_probability is not None:
+        available.add("target_probability")
+    for spec in specs:
+        missing = spec.needs - available
+        if missing:
+            raise ModelNotSupportedError(
+                f"method {spec.name!r} needs {sorted(missing)}, which plain attention arrays "
+                "do not provide; run it through attnwidget.explain(model, tokenizer, text)."
+            )
+    scores: dict[str, np.ndarray] = {}
+    details: dict[str, dict[str, Any]] = {}
+    for spec in specs:
+        result = spec.score(context)
+        if isinstance(result, tuple):
+            result, extra = result
+            details[spec.name] = extra
+        scores[spec.name] = np.asarray(result, dtype=np.float32)
+    return scores, details

@@ -1,0 +1,139 @@
+"""Shared array helpers for the attention-graph methods (raw, rollout, flow).
+
+All functions take attention as a numpy array of shape (L, H, n, n): L layers,
+H heads, row ``i`` of ``A[l, h]`` is what token ``i`` attends to. They never
+modify their input.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Literal
+
+import numpy as np
+
+from ..errors import AttentionRowSumWarning, AttentionShapeError, NonFiniteError
+
+HeadFusion = Literal["mean", "max", "min"]
+HEAD_FUSIONS: tuple[str, ...] = ("mean", "max", "min")
+
+#: Rows whose sum differs from 1 by more than this trigger a warning.
+ROW_SUM_TOLERANCE = 1e-3
+
+
+def as_attention_array(attentions: object, *, name: str = "attentions") -> np.ndarray:
+    """Convert attention to a float64 array of shape (L, H, n, n) and validate it.
+
+    Accepts an (L, H, n, n) array or tensor, an (H, n, n) array (one layer),
+    or the Hugging Face / bertviz tuple of per-layer tensors of shape
+    (1, H, n, n). Raises :class:`AttentionShapeError` for any other shape and
+    :class:`NonFiniteError` for NaN/inf values.
+    """
+    if isinstance(attentions, (tuple, list)):
+        if len(attentions) == 0:
+            raise AttentionShapeError(
+                f"{name} is empty: pass one attention tensor per layer, "
+                "each of shape (1, H, n, n) or (H, n, n)."
+            )
+        layers = [_to_numpy(a) for a in attentions]
+        layers = [a[0] if a.ndim == 4 and a.shape[0] == 1 else a for a in layers]
+        shapes = {a.shape for a in layers}
+        if len(shapes) != 1 or layers[0].ndim != 3:
+            raise AttentionShapeError(
+                f"{name} layers have shapes {sorted(shapes)}; every layer must be "
+                "(1, H, n, n) or (H, n, n) with the same H and n (batch size 1)."
+            )
+        array = np.stack(layers)
+    else:
+        array = _to_numpy(attentions)
+        if array.ndim == 3:
+            array = array[None]
+    if array.ndim != 4 or array.shape[-1] != array.shape[-2]:
+        raise AttentionShapeError(
+            f"{name} has shape {tuple(array.shape)}; expected (L, H, n, n) with "
+            "square per-head maps (rows = queries, columns = keys)."
+        )
+    if array.size == 0:
+        raise AttentionShapeError(f"{name} has shape {tuple(array.shape)}: it holds no values.")
+    array = array.astype(np.float64, copy=False)
+    if not np.isfinite(array).all():
+        bad = int((~np.isfinite(array)).sum())
+        raise NonFiniteError(
+            f"{name} contains {bad} NaN/inf value(s); check the model in float32 "
+            "or remove the padding positions before explaining."
+        )
+    return array
+
+
+def check_row_sums(attentions: np.ndarray, *, method: str) -> None:
+    """Warn when some attention rows do not sum to 1.
+
+    Rollout and flow re-normalise rows after adding the residual, so their
+    results stay defined, but the user should know the input was unusual.
+    """
+    sums = attentions.sum(axis=-1)
+    worst = float(np.abs(sums - 1.0).max())
+    if worst > ROW_SUM_TOLERANCE:
+        warnings.warn(
+            f"attention rows do not sum to 1 (largest deviation {worst:.3g}); "
+            f"{method} re-normalises each row after adding the residual. Pass "
+            "post-softmax attention (not logits or masked/truncated rows) to "
+            "get the paper's definition.",
+            AttentionRowSumWarning,
+            stacklevel=3,
+        )
+
+
+def fuse_heads(attentions: np.ndarray, how: HeadFusion = "mean") -> np.ndarray:
+    """Fuse the head axis: (L, H, n, n) -> (L, n, n) by mean, max or min."""
+    if how == "mean":
+        return attentions.mean(axis=1)
+    if how == "max":
+        return attentions.max(axis=1)
+    if how == "min":
+        return attentions.min(axis=1)
+    raise ValueError(f"head_fusion={how!r} is not one of {HEAD_FUSIONS}.")
+
+
+def add_residual(fused: np.ndarray, *, residual: bool = True) -> np.ndarray:
+    """Abnar & Zuidema (2020) residual adjustment of fused attention.
+
+    ``Â = 0.5·W + 0.5·I`` followed by row re-normalisation (which changes
+    nothing for row-stochastic ``W`` but keeps the result stochastic when the
+    rows of ``W`` do not sum to 1). Shape (L, n, n) -> (L, n, n). With
+    ``residual=False`` only the rows are normalised.
+    """
+    n = fused.shape[-1]
+    adjusted = 0.5 * fused + 0.5 * np.eye(n) if residual else fused.copy()
+    sums = adjusted.sum(axis=-1, keepdims=True)
+    # A row of zeros (fully masked) stays zero rather than becoming NaN.
+    return np.divide(adjusted, sums, out=np.zeros_like(adjusted), where=sums > 0)
+
+
+def resolve_rows(rows: object, n: int) -> np.ndarray:
+    """Turn ``rows`` (None = all, an int, or a sequence of ints) into an index array."""
+    if rows is None:
+        return np.arange(n)
+    idx = np.atleast_1d(np.asarray(rows))
+    if idx.dtype.kind not in "iu":
+        raise TypeError(f"rows must be integers (token positions), got {idx.dtype}.")
+    if idx.size and (idx.min() < -n or idx.max() >= n):
+        raise IndexError(f"rows {idx.tolist()} out of range for {n} tokens (valid: 0..{n - 1}).")
+    return idx % n
+
+
+def resolve_layer(layer: int, num_layers: int) -> int:
+    """Normalise a layer index (negative counts from the end) to 0..L-1."""
+    if not -num_layers <= layer < num_layers:
+        raise IndexError(
+            f"layer={layer} out of range for {num_layers} layers "
+            f"(valid: {-num_layers}..{num_layers - 1})."
+        )
+    return layer % num_layers
+
+
+def _to_numpy(value: object) -> np.ndarray:
+    detach = getattr(value, "detach", None)
+    if detach is not None:  # a torch tensor, possibly on GPU or in bfloat16
+        return detach().float().cpu().numpy()
+    return np.asarray(value)

@@ -1,0 +1,71 @@
+"""Blank-out ablation (Abnar & Zuidema, 2020)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from ..errors import InputError
+from .registry import ScoreContext, register
+
+#: ``probability(input_ids (B, n)) -> target probability (B,)``.
+ProbabilityFn = Callable[[np.ndarray], np.ndarray]
+
+
+def blank_out(
+    probability: ProbabilityFn,
+    input_ids: np.ndarray,
+    *,
+    blank_id: int,
+    positions: np.ndarray | None = None,
+    batch_size: int = 64,
+) -> np.ndarray:
+    """Drop in target probability when each token is replaced by a blank token.
+
+    Abnar & Zuidema (2020) use this as the importance ground truth: token j's
+    score is ``p(x) − p(x with token j replaced by UNK/MASK)``.
+
+    Args:
+        probability: maps input ids (B, n) to the target's probability (B,).
+        input_ids: (n,) token ids.
+        blank_id: the id that replaces each token (UNK or MASK).
+        positions: (n,) bool mask of the positions to blank (default: all);
+            the others score 0 (special tokens are usually left alone).
+
+    Returns:
+        (n,) signed scores (positive = the token supported the target).
+    """
+    ids = np.asarray(input_ids, dtype=np.int64)
+    if ids.ndim != 1 or ids.size == 0:
+        raise InputError(f"input_ids must be a non-empty (n,) array, got shape {ids.shape}.")
+    mask = np.ones(ids.size, bool) if positions is None else np.asarray(positions, bool)
+    targets = np.flatnonzero(mask)
+    base = float(np.asarray(probability(ids[None]))[0])
+    scores = np.zeros(ids.size)
+    for start in range(0, targets.size, batch_size):
+        chunk = targets[start : start + batch_size]
+        variants = np.repeat(ids[None], chunk.size, axis=0)
+        variants[np.arange(chunk.size), chunk] = blank_id
+        scores[chunk] = base - np.asarray(probability(variants), dtype=np.float64)
+    return scores
+
+
+@register(
+    "blank_out",
+    needs={"target_probability"},
+    summary="Drop in target probability when the token is replaced by UNK/MASK.",
+    reference="Abnar & Zuidema (2020), Quantifying Attention Flow in Transformers.",
+    signed=True,
+)
+def _score_blank_out(context: ScoreContext) -> np.ndarray:
+    if context.input_ids is None or context.blank_token_id is None:
+        raise InputError("blank_out needs input ids and a blank (UNK/MASK) token id.")
+    options = context.options.get("blank_out", {})
+    return blank_out(
+        context.target_probability,
+        context.input_ids,
+        blank_id=context.blank_token_id,
+        positions=context.keep_mask,
+        **options,
+    )

@@ -1,0 +1,55 @@
+"""Gradient-weighted attention (Chefer, Gur & Wolf, ICCV 2021)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import AttentionShapeError
+from ._graph import as_attention_array
+from .registry import ScoreContext, register
+
+
+def grad_attention(attentions: object, gradients: object, *, start_layer: int = 0) -> np.ndarray:
+    """Chefer et al. (ICCV 2021) "generic" relevance for self-attention.
+
+    Per layer ``Ā_l = E_h[(∇A_l ⊙ A_l)^+]`` (the positive part of gradient
+    times attention, averaged over heads); relevance starts at ``R = I`` and
+    is updated from the first layer up with ``R ← R + Ā_l · R``.
+
+    Args:
+        attentions: (L, H, n, n) post-softmax attention (or the HF tuple).
+        gradients: (L, H, n, n) gradient of the target score with respect to
+            each attention map (same layout).
+        start_layer: first layer to include (0 = all layers).
+
+    Returns:
+        (n, n) relevance matrix R; row i is the relevance of each input token
+        for the representation at position i (the query row is the score).
+    """
+    attn = as_attention_array(attentions)
+    grad = as_attention_array(gradients, name="gradients")
+    if grad.shape != attn.shape:
+        raise AttentionShapeError(
+            f"gradients have shape {grad.shape} but attentions {attn.shape}; pass the "
+            "gradient of the target with respect to each attention map, same layout."
+        )
+    if not 0 <= start_layer < attn.shape[0]:
+        raise IndexError(f"start_layer={start_layer} out of range for {attn.shape[0]} layers.")
+    n = attn.shape[-1]
+    relevance = np.eye(n)
+    for layer in range(start_layer, attn.shape[0]):
+        weighted = np.clip(grad[layer] * attn[layer], 0.0, None).mean(axis=0)
+        relevance = relevance + weighted @ relevance
+    return relevance
+
+
+@register(
+    "grad_attention",
+    needs={"attentions", "attention_grads"},
+    summary="Positive gradient×attention, accumulated through the layers.",
+    reference="Chefer, Gur & Wolf (2021), Generic Attention-model Explainability, ICCV.",
+)
+def _score_grad_attention(context: ScoreContext) -> np.ndarray:
+    options = context.options.get("grad_attention", {})
+    relevance = grad_attention(context.attentions, context.attention_grads, **options)
+    return context.query_row(relevance)

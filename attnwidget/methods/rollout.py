@@ -1,0 +1,87 @@
+"""Attention rollout (Abnar & Zuidema, 2020)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._graph import (
+    HeadFusion,
+    add_residual,
+    as_attention_array,
+    check_row_sums,
+    fuse_heads,
+    resolve_layer,
+)
+from .registry import ScoreContext, register
+
+
+def rollout(
+    attentions: object,
+    *,
+    head_fusion: HeadFusion = "mean",
+    residual: bool = True,
+    discard_ratio: float = 0.0,
+    keep_columns: tuple[int, ...] = (0,),
+) -> np.ndarray:
+    """Attention rollout of Abnar & Zuidema (ACL 2020), every layer's cumulative map.
+
+    Heads are fused (``W_l``), the residual is added (``Â_l = 0.5·W_l + 0.5·I``,
+    rows re-normalised) and the layers multiplied with the later layer on the
+    left: ``R_1 = Â_1``, ``R_l = Â_l · R_{l-1}``. ``R_l[i, j]`` is how much of
+    input token j reaches node i of layer l; every row sums to 1.
+
+    Args:
+        attentions: (L, H, n, n) array or the HF tuple of (1, H, n, n) tensors.
+        head_fusion: "mean" (the paper), "max" or "min" (vit-explain).
+        residual: add the 0.5·I residual (the paper); False only re-normalises.
+        discard_ratio: fraction of the smallest links of each fused map to drop
+            before the residual, as in vit-explain (Gildenblat, 2020); the
+            columns in ``keep_columns`` (default the CLS column) are never dropped.
+        keep_columns: columns exempt from ``discard_ratio``.
+
+    Returns:
+        float64 array of shape (L, n, n): ``out[l]`` is the rollout up to layer l+1.
+    """
+    array = as_attention_array(attentions)
+    check_row_sums(array, method="rollout")
+    if not 0.0 <= discard_ratio < 1.0:
+        raise ValueError(f"discard_ratio={discard_ratio} must be in [0, 1).")
+    fused = fuse_heads(array, head_fusion)
+    if discard_ratio > 0:
+        fused = _discard_lowest(fused, discard_ratio, keep_columns)
+    adjusted = add_residual(fused, residual=residual)
+    out = np.empty_like(adjusted)
+    out[0] = adjusted[0]
+    for layer in range(1, adjusted.shape[0]):
+        out[layer] = adjusted[layer] @ out[layer - 1]
+    return out
+
+
+def _discard_lowest(fused: np.ndarray, ratio: float, keep_columns: tuple[int, ...]) -> np.ndarray:
+    """Zero the ``ratio`` smallest entries of each (n, n) map, sparing ``keep_columns``."""
+    out = fused.copy()
+    n = fused.shape[-1]
+    protected = np.zeros((n, n), dtype=bool)
+    protected[:, list(keep_columns)] = True
+    for layer in range(out.shape[0]):
+        candidates = np.flatnonzero(~protected)
+        k = int(candidates.size * ratio)
+        if k == 0:
+            continue
+        values = out[layer].ravel()
+        drop = candidates[np.argsort(values[candidates], kind="stable")[:k]]
+        values[drop] = 0.0
+    return out
+
+
+@register(
+    "rollout",
+    needs={"attentions"},
+    summary="How much of each input token reaches the query row through all layers.",
+    reference="Abnar & Zuidema (2020), Quantifying Attention Flow in Transformers.",
+)
+def _score_rollout(context: ScoreContext) -> np.ndarray:
+    options = dict(context.options.get("rollout", {}))
+    layer = options.pop("layer", -1)
+    maps = rollout(context.attentions, **options)
+    return context.query_row(maps[resolve_layer(layer, maps.shape[0])])
