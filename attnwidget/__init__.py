@@ -7,6 +7,7 @@ anywidget classes, one per JS view).
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 from .errors import (
@@ -72,7 +73,5 @@ def __getattr__(name: str) -> Any:
 
         return SaliencyView
     if name == "demo":
-        from . import demo
-
-        return demo
+        return importlib.import_module(".demo", __name__)
     raise AttributeError(f"module 'attnwidget' has no attribute {name!r}")

@@ -86,17 +86,31 @@ def explain(
     kind = model_kind(model)
     limit = max_length(model, tokenizer)
     items = [
-        _item(model, tokenizer, t, p, kind=kind, limit=limit, truncation=truncation,
-              decoder_text=decoder_text)
+        _item(
+            model,
+            tokenizer,
+            t,
+            p,
+            kind=kind,
+            limit=limit,
+            truncation=truncation,
+            decoder_text=decoder_text,
+        )
         for t, p in zip(texts, pairs, strict=True)
     ]
     explanations: list[Explanation] = []
     with capture_ready(model):
         # Group consecutive texts sharing a target so each group is one batch.
         for start, end in _runs(targets):
-            records = capture(model, tokenizer, items[start:end], kind=kind,
-                              target=targets[start], query_index=query_index,
-                              readable=readable_tokens)
+            records = capture(
+                model,
+                tokenizer,
+                items[start:end],
+                kind=kind,
+                target=targets[start],
+                query_index=query_index,
+                readable=readable_tokens,
+            )
             explanations.extend(_explanation(r, names, method_options or {}) for r in records)
     return explanations[0] if single else explanations
 
@@ -129,8 +143,17 @@ def _runs(targets: list[Any]) -> list[tuple[int, int]]:
     return runs
 
 
-def _item(model: Any, tokenizer: Any, text: str, pair: str | None, *, kind: str,
-          limit: int | None, truncation: bool, decoder_text: str | None) -> Item:
+def _item(
+    model: Any,
+    tokenizer: Any,
+    text: str,
+    pair: str | None,
+    *,
+    kind: str,
+    limit: int | None,
+    truncation: bool,
+    decoder_text: str | None,
+) -> Item:
     encoding = encode(tokenizer, text, text_pair=pair, limit=limit, truncation=truncation)
     decoder_ids = None
     if kind == ENCODER_DECODER:
@@ -152,8 +175,9 @@ def _item(model: Any, tokenizer: Any, text: str, pair: str | None, *, kind: str,
     )
 
 
-def _explanation(record: AttentionRecord, names: list[str],
-                 options: dict[str, dict[str, Any]]) -> Explanation:
+def _explanation(
+    record: AttentionRecord, names: list[str], options: dict[str, dict[str, Any]]
+) -> Explanation:
     context = ScoreContext(
         attentions=record.attentions.astype(np.float64),
         query_index=record.query_index if record.query_weights is None else 0,

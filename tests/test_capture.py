@@ -7,11 +7,11 @@ import warnings
 import numpy as np
 import pytest
 import torch
+from tiny_models import FAMILIES, build
 
 import attnwidget
 from attnwidget.capture import attention_implementation
 from attnwidget.errors import InputError, ModelNotSupportedError, TruncationWarning
-from tiny_models import FAMILIES, build
 
 TEXT = "the keys to the cabinet are on the table"
 MLM_TEXT = "the keys to the [MASK] are on the table"
@@ -68,8 +68,9 @@ def test_attention_and_gradients_match_an_independent_capture(family: str) -> No
     model, tokenizer = build(family)
     exp = attnwidget.explain(model, tokenizer, TEXT)
     reference_model, _ = build(family)  # same seed, same weights, untouched by explain
-    grads = plain_attention_gradients(reference_model, tokenizer, TEXT, exp.query_index,
-                                      exp.target_id)
+    grads = plain_attention_gradients(
+        reference_model, tokenizer, TEXT, exp.query_index, exp.target_id
+    )
     assert np.abs(grads).max() > 0
     assert np.allclose(exp.attention_grads, grads, atol=1e-6, rtol=1e-4)
     # input × gradient against a hook on the embedding layer of the stock model
@@ -125,7 +126,7 @@ def test_model_is_left_exactly_as_it_was() -> None:
 def test_model_is_restored_when_the_call_raises() -> None:
     model, tokenizer = build("bert-cls")
     model.train()
-    with pytest.raises(InputError, match="unknown label 'neutral'.*negative"):
+    with pytest.raises(InputError, match=r"unknown label 'neutral'.*negative"):
         attnwidget.explain(model, tokenizer, TEXT, target="neutral")
     assert model.training and attention_implementation(model) == "sdpa"
     assert all(p.requires_grad for p in model.parameters())
@@ -139,7 +140,7 @@ def test_classifier_targets() -> None:
     assert np.allclose(by_name.scores["input_x_gradient"], by_index.scores["input_x_gradient"])
     other = attnwidget.explain(model, tokenizer, TEXT, target=0)
     assert not np.allclose(other.scores["input_x_gradient"], by_index.scores["input_x_gradient"])
-    with pytest.raises(InputError, match="not a valid class index: expected 0..1"):
+    with pytest.raises(InputError, match=r"not a valid class index: expected 0..1"):
         attnwidget.explain(model, tokenizer, TEXT, target=2)
 
 
@@ -219,7 +220,10 @@ def test_bfloat16_model_returns_float32_numpy() -> None:
 def test_integrated_gradients_and_blank_out_on_a_real_model() -> None:
     model, tokenizer = build("bert-cls")
     exp = attnwidget.explain(
-        model, tokenizer, TEXT, methods=["integrated_gradients", "blank_out"],
+        model,
+        tokenizer,
+        TEXT,
+        methods=["integrated_gradients", "blank_out"],
         method_options={"integrated_gradients": {"steps": 64}},
     )
     info = exp.details["integrated_gradients"]
@@ -246,7 +250,7 @@ def test_bad_input_errors() -> None:
     with pytest.raises(InputError, match="empty list"):
         attnwidget.explain(model, tokenizer, [])
     long_text = " ".join(["the keys"] * 40)
-    with pytest.raises(InputError, match="at most 64.*truncation=True"):
+    with pytest.raises(InputError, match=r"at most 64.*truncation=True"):
         attnwidget.explain(model, tokenizer, long_text)
     with pytest.warns(TruncationWarning):
         exp = attnwidget.explain(model, tokenizer, long_text, truncation=True)
@@ -261,12 +265,20 @@ def test_a_model_without_a_head_or_attention_is_refused() -> None:
     import transformers as tf
 
     _, tokenizer = build("bert-cls")
-    bare = tf.BertModel(tf.BertConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                                      intermediate_size=32, vocab_size=len(tokenizer)))
+    bare = tf.BertModel(
+        tf.BertConfig(
+            hidden_size=32,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            intermediate_size=32,
+            vocab_size=len(tokenizer),
+        )
+    )
     with pytest.raises(ModelNotSupportedError, match="AutoModelForSequenceClassification"):
         attnwidget.explain(bare, tokenizer, TEXT)
-    mamba = tf.MambaForCausalLM(tf.MambaConfig(vocab_size=len(tokenizer), hidden_size=16,
-                                               num_hidden_layers=1, state_size=4))
+    mamba = tf.MambaForCausalLM(
+        tf.MambaConfig(vocab_size=len(tokenizer), hidden_size=16, num_hidden_layers=1, state_size=4)
+    )
     mamba.train()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -199,7 +199,7 @@ def test_blank_out_scores_the_probability_drop() -> None:
 
 
 def test_unknown_method_lists_the_known_ones() -> None:
-    with pytest.raises(UnknownMethodError, match="known methods: .*rollout"):
+    with pytest.raises(UnknownMethodError, match=r"known methods: .*rollout"):
         attnwidget.get_method("rolout")
 
 

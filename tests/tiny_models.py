@@ -40,8 +40,13 @@ def wordpiece_tokenizer() -> PreTrainedTokenizerFast:
     )
     tok.decoder = decoders.WordPiece()
     return PreTrainedTokenizerFast(
-        tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
-        sep_token="[SEP]", mask_token="[MASK]", model_max_length=64,
+        tokenizer_object=tok,
+        unk_token="[UNK]",
+        pad_token="[PAD]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        mask_token="[MASK]",
+        model_max_length=64,
     )
 
 
@@ -52,7 +57,8 @@ def bytelevel_tokenizer(bos: bool = False) -> PreTrainedTokenizerFast:
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     trainer = BpeTrainer(
-        vocab_size=300, special_tokens=["<|endoftext|>", "<s>", "</s>", "<pad>", "<mask>"],
+        vocab_size=300,
+        special_tokens=["<|endoftext|>", "<s>", "</s>", "<pad>", "<mask>"],
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
     )
     tok.train_from_iterator(CORPUS, trainer)
@@ -61,8 +67,13 @@ def bytelevel_tokenizer(bos: bool = False) -> PreTrainedTokenizerFast:
             single="<s> $A", pair="<s> $A </s> $B", special_tokens=[("<s>", 1), ("</s>", 2)]
         )
     return PreTrainedTokenizerFast(
-        tokenizer_object=tok, eos_token="<|endoftext|>", bos_token="<s>",
-        unk_token="<|endoftext|>", pad_token="<pad>", mask_token="<mask>", model_max_length=64,
+        tokenizer_object=tok,
+        eos_token="<|endoftext|>",
+        bos_token="<s>",
+        unk_token="<|endoftext|>",
+        pad_token="<pad>",
+        mask_token="<mask>",
+        model_max_length=64,
     )
 
 
@@ -73,12 +84,19 @@ def roberta_tokenizer() -> PreTrainedTokenizerFast:
     tok = Tokenizer.from_str(base.backend_tokenizer.to_str())
     bos, eos = tok.token_to_id("<s>"), tok.token_to_id("</s>")
     tok.post_processor = processors.TemplateProcessing(
-        single="<s> $A </s>", pair="<s> $A </s> </s> $B:1 </s>:1",
+        single="<s> $A </s>",
+        pair="<s> $A </s> </s> $B:1 </s>:1",
         special_tokens=[("<s>", bos), ("</s>", eos)],
     )
     return PreTrainedTokenizerFast(
-        tokenizer_object=tok, bos_token="<s>", eos_token="</s>", unk_token="<|endoftext|>",
-        pad_token="<pad>", mask_token="<mask>", cls_token="<s>", sep_token="</s>",
+        tokenizer_object=tok,
+        bos_token="<s>",
+        eos_token="</s>",
+        unk_token="<|endoftext|>",
+        pad_token="<pad>",
+        mask_token="<mask>",
+        cls_token="<s>",
+        sep_token="</s>",
         model_max_length=64,
     )
 
@@ -93,8 +111,13 @@ def seq2seq_tokenizer() -> PreTrainedTokenizerFast:
         single="$A </s>", pair="$A </s> $B </s>", special_tokens=[("</s>", eos)]
     )
     return PreTrainedTokenizerFast(
-        tokenizer_object=tok, bos_token="<s>", eos_token="</s>", unk_token="<|endoftext|>",
-        pad_token="<pad>", mask_token="<mask>", model_max_length=64,
+        tokenizer_object=tok,
+        bos_token="<s>",
+        eos_token="</s>",
+        unk_token="<|endoftext|>",
+        pad_token="<pad>",
+        mask_token="<mask>",
+        model_max_length=64,
     )
 
 
@@ -107,7 +130,10 @@ def build(family: str, seed: int = 0):
 
     torch.manual_seed(seed)
     wp, bl = wordpiece_tokenizer(), bytelevel_tokenizer()
-    labels = {"id2label": {0: "negative", 1: "positive"}, "label2id": {"negative": 0, "positive": 1}}
+    labels = {
+        "id2label": {0: "negative", 1: "positive"},
+        "label2id": {"negative": 0, "positive": 1},
+    }
     if family in {"bert-cls", "bert-mlm", "electra-cls"}:
         common = dict(SMALL, vocab_size=len(wp), max_position_embeddings=64, pad_token_id=0)
         if family == "bert-cls":
@@ -120,24 +146,50 @@ def build(family: str, seed: int = 0):
             )
         return model, wp
     if family == "distilbert-cls":
-        config = tf.DistilBertConfig(vocab_size=len(wp), dim=32, n_layers=2, n_heads=4,
-                                     hidden_dim=64, max_position_embeddings=64, **labels)
+        config = tf.DistilBertConfig(
+            vocab_size=len(wp),
+            dim=32,
+            n_layers=2,
+            n_heads=4,
+            hidden_dim=64,
+            max_position_embeddings=64,
+            **labels,
+        )
         return tf.DistilBertForSequenceClassification(config), wp
     if family == "roberta-cls":
         tok = roberta_tokenizer()
-        config = tf.RobertaConfig(**SMALL, vocab_size=len(tok), max_position_embeddings=70,
-                                  pad_token_id=tok.pad_token_id, bos_token_id=1, eos_token_id=2,
-                                  type_vocab_size=1, **labels)
+        config = tf.RobertaConfig(
+            **SMALL,
+            vocab_size=len(tok),
+            max_position_embeddings=70,
+            pad_token_id=tok.pad_token_id,
+            bos_token_id=1,
+            eos_token_id=2,
+            type_vocab_size=1,
+            **labels,
+        )
         return tf.RobertaForSequenceClassification(config), tok
     if family in {"gpt2-lm", "gpt2-cls"}:
-        config = tf.GPT2Config(vocab_size=len(bl), n_embd=32, n_layer=2, n_head=4, n_positions=64,
-                               pad_token_id=bl.pad_token_id, **labels)
+        config = tf.GPT2Config(
+            vocab_size=len(bl),
+            n_embd=32,
+            n_layer=2,
+            n_head=4,
+            n_positions=64,
+            pad_token_id=bl.pad_token_id,
+            **labels,
+        )
         cls = tf.GPT2LMHeadModel if family == "gpt2-lm" else tf.GPT2ForSequenceClassification
         return cls(config), bl
     if family in {"llama-lm", "qwen2-lm", "mistral-lm"}:
         tok = bytelevel_tokenizer(bos=True)
-        common = dict(SMALL, vocab_size=len(tok), max_position_embeddings=64,
-                      num_key_value_heads=2, pad_token_id=tok.pad_token_id)
+        common = dict(
+            SMALL,
+            vocab_size=len(tok),
+            max_position_embeddings=64,
+            num_key_value_heads=2,
+            pad_token_id=tok.pad_token_id,
+        )
         config_cls, model_cls = {
             "llama-lm": (tf.LlamaConfig, tf.LlamaForCausalLM),
             "qwen2-lm": (tf.Qwen2Config, tf.Qwen2ForCausalLM),
@@ -146,23 +198,52 @@ def build(family: str, seed: int = 0):
         return model_cls(config_cls(**common)), tok
     if family == "t5":
         tok = seq2seq_tokenizer()
-        config = tf.T5Config(vocab_size=len(tok), d_model=32, d_kv=8, d_ff=64, num_layers=2,
-                             num_decoder_layers=2, num_heads=4, pad_token_id=tok.pad_token_id,
-                             eos_token_id=tok.eos_token_id,
-                             decoder_start_token_id=tok.pad_token_id)
+        config = tf.T5Config(
+            vocab_size=len(tok),
+            d_model=32,
+            d_kv=8,
+            d_ff=64,
+            num_layers=2,
+            num_decoder_layers=2,
+            num_heads=4,
+            pad_token_id=tok.pad_token_id,
+            eos_token_id=tok.eos_token_id,
+            decoder_start_token_id=tok.pad_token_id,
+        )
         return tf.T5ForConditionalGeneration(config), tok
     if family == "bart":
         tok = seq2seq_tokenizer()
-        config = tf.BartConfig(vocab_size=len(tok), d_model=32, encoder_layers=2, decoder_layers=2,
-                               encoder_attention_heads=4, decoder_attention_heads=4,
-                               encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=64,
-                               pad_token_id=tok.pad_token_id, bos_token_id=1, eos_token_id=2,
-                               decoder_start_token_id=2, forced_eos_token_id=2)
+        config = tf.BartConfig(
+            vocab_size=len(tok),
+            d_model=32,
+            encoder_layers=2,
+            decoder_layers=2,
+            encoder_attention_heads=4,
+            decoder_attention_heads=4,
+            encoder_ffn_dim=64,
+            decoder_ffn_dim=64,
+            max_position_embeddings=64,
+            pad_token_id=tok.pad_token_id,
+            bos_token_id=1,
+            eos_token_id=2,
+            decoder_start_token_id=2,
+            forced_eos_token_id=2,
+        )
         return tf.BartForConditionalGeneration(config), tok
     raise KeyError(family)
 
 
 FAMILIES = [
-    "bert-cls", "bert-mlm", "roberta-cls", "distilbert-cls", "electra-cls", "gpt2-lm",
-    "gpt2-cls", "llama-lm", "qwen2-lm", "mistral-lm", "t5", "bart",
+    "bert-cls",
+    "bert-mlm",
+    "roberta-cls",
+    "distilbert-cls",
+    "electra-cls",
+    "gpt2-lm",
+    "gpt2-cls",
+    "llama-lm",
+    "qwen2-lm",
+    "mistral-lm",
+    "t5",
+    "bart",
 ]

@@ -55,9 +55,19 @@ def capture(
     records: list[AttentionRecord | None] = [None] * len(items)
     for indices in groups.values():
         batch = [items[i] for i in indices]
-        for i, record in zip(indices, _capture_group(model, tokenizer, batch, kind=kind,
-                                                      target=target, query_index=query_index,
-                                                      readable=readable), strict=True):
+        for i, record in zip(
+            indices,
+            _capture_group(
+                model,
+                tokenizer,
+                batch,
+                kind=kind,
+                target=target,
+                query_index=query_index,
+                readable=readable,
+            ),
+            strict=True,
+        ):
             records[i] = record
     return [r for r in records if r is not None]
 
@@ -117,8 +127,9 @@ def _query_logits(logits: torch.Tensor, kind: str, rows: torch.Tensor) -> torch.
     return logits[torch.arange(logits.shape[0], device=logits.device), rows]
 
 
-def _default_query(kind: str, ids: list[int], attention: np.ndarray, tokenizer: Any,
-                   decoder_length: int) -> int:
+def _default_query(
+    kind: str, ids: list[int], attention: np.ndarray, tokenizer: Any, decoder_length: int
+) -> int:
     n = len(ids)
     if kind == CAUSAL_LM:
         return n - 1
@@ -152,8 +163,16 @@ def _to_numpy(tensor: torch.Tensor | None) -> np.ndarray:
     return tensor.detach().float().cpu().numpy()
 
 
-def _capture_group(model: Any, tokenizer: Any, batch: Sequence[Item], *, kind: str,
-                   target: Any, query_index: int | None, readable: bool) -> list[AttentionRecord]:
+def _capture_group(
+    model: Any,
+    tokenizer: Any,
+    batch: Sequence[Item],
+    *,
+    kind: str,
+    target: Any,
+    query_index: int | None,
+    readable: bool,
+) -> list[AttentionRecord]:
     device = _device(model)
     embedding_layer = model.get_input_embeddings()
     ids = torch.tensor([item.input_ids for item in batch], device=device)
@@ -188,11 +207,14 @@ def _capture_group(model: Any, tokenizer: Any, batch: Sequence[Item], *, kind: s
         )
         target_ids.append(target_id)
         labels.append(label)
-    chosen = scores[torch.arange(len(batch), device=device), torch.tensor(target_ids, device=device)]
+    chosen = scores[
+        torch.arange(len(batch), device=device), torch.tensor(target_ids, device=device)
+    ]
     grads = torch.autograd.grad(chosen.sum(), [embeds, *self_attn], allow_unused=True)
     embed_grads, attn_grads = grads[0], grads[1:]
-    attn_grads = tuple(torch.zeros_like(a) if g is None else g
-                       for a, g in zip(self_attn, attn_grads, strict=True))
+    attn_grads = tuple(
+        torch.zeros_like(a) if g is None else g for a, g in zip(self_attn, attn_grads, strict=True)
+    )
 
     attn_np = np.stack([_to_numpy(a) for a in self_attn], axis=1)  # (B, L, H, n, n)
     grad_np = np.stack([_to_numpy(g) for g in attn_grads], axis=1)
@@ -217,9 +239,14 @@ def _capture_group(model: Any, tokenizer: Any, batch: Sequence[Item], *, kind: s
             tokenizer.get_special_tokens_mask(item.input_ids, already_has_special_tokens=True),
             dtype=bool,
         )
-        tokens = ([readable_token(t, tokenizer, special=s) for t, s in zip(raw_tokens, special,
-                                                                             strict=True)]
-                  if readable else list(raw_tokens))
+        tokens = (
+            [
+                readable_token(t, tokenizer, special=s)
+                for t, s in zip(raw_tokens, special, strict=True)
+            ]
+            if readable
+            else list(raw_tokens)
+        )
         single = {key: value[b : b + 1] for key, value in kwargs.items()}
         record = AttentionRecord(
             kind=kind,
@@ -245,10 +272,12 @@ def _capture_group(model: Any, tokenizer: Any, batch: Sequence[Item], *, kind: s
         if kind == ENCODER_DECODER:
             decoder_ids = item.decoder_ids or []
             dec_raw = tokenizer.convert_ids_to_tokens(decoder_ids)
-            record.decoder_tokens = [readable_token(t, tokenizer, special=i in
-                                                    tokenizer.all_special_ids)
-                                     if readable else t for t, i in zip(dec_raw, decoder_ids,
-                                                                        strict=True)]
+            record.decoder_tokens = [
+                readable_token(t, tokenizer, special=i in tokenizer.all_special_ids)
+                if readable
+                else t
+                for t, i in zip(dec_raw, decoder_ids, strict=True)
+            ]
             record.decoder_attentions = decoder_attn[b]
             record.cross_attentions = cross_attn[b]
             # The decoder query reads the encoder through the last cross-attention layer.
@@ -275,8 +304,9 @@ def _make_target_score(model: Any, kind: str, kwargs: dict[str, Any], row: int, 
     return value_and_grad
 
 
-def _make_target_probability(model: Any, kind: str, kwargs: dict[str, Any], row: int,
-                             target_id: int):
+def _make_target_probability(
+    model: Any, kind: str, kwargs: dict[str, Any], row: int, target_id: int
+):
     """``ids (B, n) -> probability of the target (B,)`` for one example."""
     device = _device(model)
     embedding_layer = model.get_input_embeddings()
@@ -284,8 +314,11 @@ def _make_target_probability(model: Any, kind: str, kwargs: dict[str, Any], row:
     def probability(ids: np.ndarray) -> np.ndarray:
         batch = torch.as_tensor(ids, device=device)
         with torch.no_grad():
-            out = model(inputs_embeds=embedding_layer(batch), return_dict=True,
-                        **_expand(kwargs, batch.shape[0]))
+            out = model(
+                inputs_embeds=embedding_layer(batch),
+                return_dict=True,
+                **_expand(kwargs, batch.shape[0]),
+            )
             rows = torch.full((batch.shape[0],), row, device=device)
             probs = _query_logits(out.logits, kind, rows).float().softmax(dim=-1)
         return probs[:, target_id].cpu().numpy()

@@ -41,9 +41,7 @@ def resolve_target(
             _label_to_id(target, model) if kind == ENCODER else _token_to_id(target, tokenizer)
         )
     else:
-        raise InputError(
-            f"target must be None, an int or a str, got {type(target).__name__}."
-        )
+        raise InputError(f"target must be None, an int or a str, got {type(target).__name__}.")
     return target_id, _label(target_id, kind=kind, model=model, tokenizer=tokenizer)
 
 
@@ -63,7 +61,11 @@ def _label_to_id(label: str, model: Any) -> int:
 def _token_to_id(token: str, tokenizer: Any) -> int:
     vocab_id = tokenizer.convert_tokens_to_ids(token)
     unk = getattr(tokenizer, "unk_token_id", None)
-    if isinstance(vocab_id, int) and vocab_id >= 0 and (vocab_id != unk or token == tokenizer.unk_token):
+    if (
+        isinstance(vocab_id, int)
+        and vocab_id >= 0
+        and (vocab_id != unk or token == tokenizer.unk_token)
+    ):
         return vocab_id
     ids = tokenizer.encode(token, add_special_tokens=False)
     if len(ids) == 1:

@@ -33,7 +33,7 @@ def readable_token(raw: str, tokenizer: Any, *, special: bool) -> str:
     try:
         # Byte-level tokens (e.g. "Ã©") decode to the character they spell.
         decoded = tokenizer.convert_tokens_to_string([raw])
-    except Exception:  # noqa: BLE001 - a tokenizer that cannot decode one token
+    except Exception:
         decoded = text
     decoded = decoded.strip()
     if decoded and "##" not in decoded and "\ufffd" not in decoded:
@@ -78,7 +78,9 @@ def encode(
     unless ``truncation=True``, in which case it warns and truncates.
     """
     if not isinstance(text, str):
-        raise InputError(f"text must be a string (or a list of strings), got {type(text).__name__}.")
+        raise InputError(
+            f"text must be a string (or a list of strings), got {type(text).__name__}."
+        )
     if not text.strip():
         raise InputError("text is empty; pass at least one word to explain.")
     if text_pair is not None and (not isinstance(text_pair, str) or not text_pair.strip()):

@@ -13,11 +13,10 @@ from typing import Any
 import numpy as np
 
 from ..errors import ModelNotSupportedError
-from . import blank_out, flow, grad_attention, gradients, raw, rollout  # noqa: F401
+from .blank_out import blank_out
 from .flow import attention_flow
 from .grad_attention import grad_attention
 from .gradients import input_x_gradient, integrated_gradients
-from .blank_out import blank_out
 from .raw import raw_attention
 from .registry import MethodSpec, ScoreContext, available_methods, get_method, register
 from .rollout import rollout as rollout_maps

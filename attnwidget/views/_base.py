@@ -1,0 +1,54 @@
+"""The base of every attnwidget view: one front-end bundle, many views.
+
+Every view loads the same ES module, ``attnwidget/static/widget.js``, built
+from ``js/src/index.ts`` by esbuild; its ``render`` dispatches on the synced
+``_view`` trait, so each Python view class only declares its traits.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anywidget
+import traitlets
+
+from ..errors import AttnWidgetError
+
+#: The built front end (a build artefact: ignored by git, shipped in wheels).
+BUNDLE = Path(__file__).resolve().parent.parent / "static" / "widget.js"
+
+
+class BundleMissingError(AttnWidgetError, FileNotFoundError):
+    """The front-end bundle ``attnwidget/static/widget.js`` was never built."""
+
+
+def _load_bundle() -> Any:
+    if not BUNDLE.is_file():
+        raise BundleMissingError(
+            f"attnwidget's front-end bundle is missing: {BUNDLE}. Source checkouts must build "
+            "it with Node.js: run `npm --prefix js install && npm --prefix js run build` in the "
+            "repository root (or `pip install -e .`, which runs that build). Installing "
+            "attnwidget from a wheel ships the bundle ready-made."
+        )
+    try:
+        # Reads the file, and live-reloads it when ANYWIDGET_HMR=1 (`npm run dev`).
+        from anywidget._util import try_file_contents
+
+        return try_file_contents(BUNDLE)
+    except ImportError:  # private anywidget API moved: plain text, no live reload
+        return BUNDLE.read_text(encoding="utf-8")
+
+
+class _AttnWidget(anywidget.AnyWidget):
+    """Base class of the views. Subclasses set ``_view`` to their JS view's name."""
+
+    #: Which view of the bundle renders this model (see js/src/index.ts).
+    _view = traitlets.Unicode("").tag(sync=True)
+
+    def __init__(self, **kwargs: Any) -> None:
+        # Loaded on first use, not at import: `import attnwidget` works without
+        # the bundle, and a missing bundle fails here with how to build it.
+        if "_esm" not in _AttnWidget.__dict__:
+            _AttnWidget._esm = _load_bundle()
+        super().__init__(**kwargs)

@@ -1,0 +1,219 @@
+"""SaliencyView: the input tokens coloured by each method's scores.
+
+Message schema (traits synced with ``js/src/types.ts`` ``SaliencyTraits``;
+keep both in sync). m methods (rows), n tokens (columns):
+
+=================  ===========  ============================================
+trait              type         meaning
+=================  ===========  ============================================
+``_view``          str          ``"saliency"``: the JS view that renders it
+``tokens``         list[str]    n token strings (shown as text, never HTML)
+``methods``        list[str]    m method names, one row each
+``summaries``      list[str]    m one-line method descriptions ("" if none)
+``signed``         list[bool]   m flags: True -> diverging colours centred at 0
+``scores``         bytes        float32 little-endian C order, shape (m, n),
+                                sent as a binary buffer (not JSON)
+``shape``          list[int]    ``[m, n]``
+``query_index``    int          the explained query position, -1 for none
+``selected_token`` int          selected token column, -1 for none; set by
+                                clicks in the page and from Python
+=================  ===========  ============================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import traitlets
+
+from ..errors import UnknownMethodError
+from ..explanation import Explanation
+from ._base import _AttnWidget
+from ._buffers import decode_float32, encode_float32
+
+
+class SaliencyView(_AttnWidget):
+    """The input tokens coloured by each method's scores, one row per method.
+
+    Signed methods (scores can be negative) use a diverging purple–orange map
+    centred at 0 with a symmetric scale; the others a sequential (viridis)
+    map. Each row is scaled by its own max |score|. Hovering a token shows its
+    exact score; clicking it sets :attr:`selected_token`, and setting
+    :attr:`selected_token` from Python highlights that token's column.
+
+    Args:
+        explanation: the :class:`~attnwidget.Explanation` to show.
+        methods: the methods to show, in order (default: every method whose
+            scores the explanation holds).
+        selected_token: the initially selected token index (-1: none).
+
+    Example::
+
+        view = SaliencyView(explanation, methods=["rollout", "raw"])
+        view                  # displays in Jupyter; click a token, then
+        view.selected_token   # the clicked token's index (-1: none)
+        view.selection        # {"index", "token", "scores": {method: score}}
+    """
+
+    _view = traitlets.Unicode("saliency").tag(sync=True)
+
+    tokens = traitlets.List(traitlets.Unicode(), read_only=True).tag(sync=True)
+    methods = traitlets.List(traitlets.Unicode(), read_only=True).tag(sync=True)
+    summaries = traitlets.List(traitlets.Unicode(), read_only=True).tag(sync=True)
+    signed = traitlets.List(traitlets.Bool(), read_only=True).tag(sync=True)
+    scores = traitlets.Bytes(b"", read_only=True).tag(sync=True)
+    shape = traitlets.List(traitlets.Int(), default_value=[0, 0], read_only=True).tag(sync=True)
+    query_index = traitlets.Int(-1, read_only=True).tag(sync=True)
+
+    selected_token = traitlets.Int(-1).tag(sync=True)
+    """The selected token index, or -1 for none (synced with the page)."""
+
+    def __init__(
+        self,
+        explanation: Explanation,
+        *,
+        methods: str | Sequence[str] | None = None,
+        selected_token: int = -1,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self._explanation: Explanation | None = None
+        self.set_explanation(explanation, methods=methods)
+        self.selected_token = selected_token
+
+    @property
+    def explanation(self) -> Explanation | None:
+        """The explanation shown."""
+        return self._explanation
+
+    def set_explanation(
+        self, explanation: Explanation, *, methods: str | Sequence[str] | None = None
+    ) -> None:
+        """Show another explanation (the selection is kept if still in range)."""
+        if not isinstance(explanation, Explanation):
+            raise TypeError(
+                f"SaliencyView needs an attnwidget.Explanation, got {type(explanation).__name__}; "
+                "make one with attnwidget.explain(...) or Explanation.from_attentions(...)."
+            )
+        names = _choose_methods(explanation, methods)
+        n = len(explanation.tokens)
+        rows = []
+        for name in names:
+            row = np.asarray(explanation.scores[name], dtype=np.float32)
+            if row.shape != (n,):
+                raise ValueError(
+                    f"scores of method {name!r} have shape {row.shape}; expected ({n},), one "
+                    "score per token."
+                )
+            rows.append(row)
+        data, shape = encode_float32(np.stack(rows) if rows else np.zeros((0, n)))
+        # For encoder-decoder models query_index is a decoder position: no marker.
+        query = explanation.query_index if explanation.decoder_tokens is None else -1
+        with self.hold_sync():
+            if not -1 <= self.selected_token < n:
+                self.selected_token = -1
+            self.set_trait("tokens", [str(t) for t in explanation.tokens])
+            self.set_trait("methods", names)
+            self.set_trait("summaries", [_summary(name) for name in names])
+            self.set_trait(
+                "signed", [_is_signed(name, row) for name, row in zip(names, rows, strict=True)]
+            )
+            self.set_trait("scores", data)
+            self.set_trait("shape", shape)
+            self.set_trait("query_index", int(query))
+        self._explanation = explanation
+
+    def score_matrix(self) -> np.ndarray:
+        """The float32 (methods, tokens) scores exactly as sent to the page."""
+        return decode_float32(self.scores, self.shape)
+
+    @property
+    def selection(self) -> dict[str, Any] | None:
+        """The selected token as ``{"index", "token", "scores": {method: score}}``, or None."""
+        j = self.selected_token
+        if j < 0:
+            return None
+        matrix = self.score_matrix()
+        return {
+            "index": j,
+            "token": self.tokens[j],
+            "scores": {name: float(matrix[i, j]) for i, name in enumerate(self.methods)},
+        }
+
+    @traitlets.validate("selected_token")
+    def _validate_selected_token(self, proposal: dict[str, Any]) -> int:
+        value = proposal["value"]
+        if isinstance(value, bool):
+            raise traitlets.TraitError(f"selected_token must be an int, not {value!r}.")
+        n = len(self.tokens)
+        if value == -1 or 0 <= value < n:
+            return int(value)
+        allowed = f"a token index 0..{n - 1}" if n else "no token index (there are no tokens)"
+        raise traitlets.TraitError(
+            f"selected_token={value} is out of range: use -1 for no selection or {allowed} "
+            f"({n} tokens)."
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"SaliencyView(n={len(self.tokens)}, methods={list(self.methods)}, "
+            f"selected_token={self.selected_token})"
+        )
+
+
+def _choose_methods(explanation: Explanation, methods: str | Sequence[str] | None) -> list[str]:
+    available = list(explanation.scores)
+    if methods is None:
+        names = available
+    elif isinstance(methods, str):
+        names = [methods]
+    else:
+        names = [str(m) for m in methods]
+    if not names:
+        raise ValueError(
+            "nothing to show: this explanation holds no method scores. Compute some, e.g. "
+            "Explanation.from_attentions(attentions, tokens, methods=['raw', 'rollout']) or "
+            "attnwidget.explain(model, tokenizer, text)."
+            if not available
+            else "methods is empty; pass at least one of " + ", ".join(map(repr, available)) + "."
+        )
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise ValueError(f"methods lists {', '.join(map(repr, duplicates))} more than once.")
+    missing = [n for n in names if n not in explanation.scores]
+    if missing:
+        from ..methods.registry import available_methods
+
+        known = set(available_methods())
+        hint = (
+            "compute them with attnwidget.explain(..., methods=[...]) first"
+            if all(n in known for n in missing)
+            else "registered methods: " + ", ".join(available_methods())
+        )
+        raise UnknownMethodError(
+            f"no scores for method(s) {', '.join(map(repr, missing))} in this explanation; it "
+            f"has: {', '.join(map(repr, available)) or 'none'} ({hint})."
+        )
+    return names
+
+
+def _summary(name: str) -> str:
+    from ..methods.registry import get_method
+
+    try:
+        return get_method(name).summary
+    except UnknownMethodError:  # scores computed outside the registry
+        return ""
+
+
+def _is_signed(name: str, scores: np.ndarray) -> bool:
+    """Diverging colours when the method is signed or these scores go negative."""
+    from ..methods.registry import get_method
+
+    try:
+        registered = get_method(name).signed
+    except UnknownMethodError:
+        registered = False
+    return bool(registered or np.nanmin(scores, initial=0.0) < 0)

@@ -1,0 +1,57 @@
+/**
+ * Small DOM helpers. Text always goes in through textContent and attribute
+ * values through setAttribute: nothing a model sends is ever parsed as HTML.
+ */
+
+export interface ElementOptions {
+  className?: string;
+  /** Text content (set with textContent, never innerHTML). */
+  text?: string;
+  /** Attributes (values are plain strings, never markup). */
+  attrs?: Record<string, string | number | boolean | undefined>;
+  /** Inline style properties (CSS property names, e.g. "background-color"). */
+  style?: Record<string, string>;
+}
+
+/** Create an element with text, attributes and children. */
+export function h<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  options: ElementOptions = {},
+  children: Node[] = [],
+): HTMLElementTagNameMap[K] {
+  const el = document.createElement(tag);
+  if (options.className) el.className = options.className;
+  if (options.text !== undefined) el.textContent = options.text;
+  for (const [name, value] of Object.entries(options.attrs ?? {})) {
+    if (value === undefined || value === false) continue;
+    el.setAttribute(name, value === true ? "" : String(value));
+  }
+  for (const [name, value] of Object.entries(options.style ?? {})) {
+    el.style.setProperty(name, value);
+  }
+  for (const child of children) el.appendChild(child);
+  return el;
+}
+
+/** Remove every child of an element. */
+export function clear(el: Element): void {
+  while (el.firstChild) el.removeChild(el.firstChild);
+}
+
+/** A <style> element holding a bundled stylesheet (text, not markup). */
+export function styleElement(cssText: string): HTMLStyleElement {
+  const style = document.createElement("style");
+  style.textContent = cssText;
+  return style;
+}
+
+/**
+ * How a token is shown: the token text itself, except that an empty token
+ * shows as "∅" and whitespace-only tokens show their whitespace escaped
+ * (" " -> "␣", "\n" -> "\\n"), so that no cell is invisible.
+ */
+export function displayToken(token: string): string {
+  if (token === "") return "\u2205";
+  if (token.trim() !== "") return token;
+  return token.replace(/ /g, "\u2423").replace(/\n/g, "\\n").replace(/\t/g, "\\t").replace(/\r/g, "\\r");
+}

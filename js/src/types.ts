@@ -1,0 +1,45 @@
+/**
+ * The traits each view reads from its model: the message schema between the
+ * kernel (Python, attnwidget/views/) and this bundle. Keep both in sync.
+ *
+ * Arrays never travel as JSON lists: Python sends them as `bytes` traits,
+ * which ipywidgets/anywidget carry as binary buffers; here they arrive as a
+ * DataView (ipywidgets 8), and some front ends hand over an ArrayBuffer or a
+ * typed array instead, so every decoder accepts all three (see buffers.ts).
+ * Every float array is float32, little-endian, C order, with its shape in a
+ * separate `shape` trait.
+ */
+
+/** A binary trait value as a front end may deliver it. */
+export type Binary = DataView | ArrayBuffer | ArrayBufferView;
+
+/** Traits every attnwidget view has. */
+export interface BaseTraits {
+  /** Which view of this bundle renders the model ("saliency", ...). */
+  _view: string;
+}
+
+/**
+ * SaliencyView (Python: attnwidget/views/saliency.py).
+ *
+ * Rows are methods, columns are input tokens; m = shape[0], n = shape[1].
+ */
+export interface SaliencyTraits extends BaseTraits {
+  _view: "saliency";
+  /** n token strings, shown as text (never parsed as HTML). */
+  tokens: string[];
+  /** m method names, one row each. */
+  methods: string[];
+  /** m one-line descriptions of the methods ("" when unknown). */
+  summaries: string[];
+  /** m flags: true -> scores may be negative: diverging colours centred at 0. */
+  signed: boolean[];
+  /** float32 little-endian, C order, shape (m, n): scores[i, j] = method i, token j. */
+  scores: Binary | null;
+  /** [m, n]. */
+  shape: number[];
+  /** The explained query position (marked in the view); -1 for none. */
+  query_index: number;
+  /** The selected token column, -1 for none. Synced both ways. */
+  selected_token: number;
+}

@@ -1,0 +1,121 @@
+"""Shared fixtures. Browser tests: real headless Chromium through Playwright.
+
+The widget browser tests use pytest-ipywidgets (solara's pytest plugin; its
+``solara_test`` fixture renders widgets in a page served from 127.0.0.1, with
+solara-assets of the same version so nothing comes from a CDN) and
+pytest-playwright. Playwright's own browser download is not used: the browser
+is the system Chromium (``apt-get install chromium``), at ``$ATTNWIDGET_CHROMIUM``
+or ``/usr/bin/chromium``; when neither exists Playwright's default is tried.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+
+CHROMIUM_ARGS = [
+    "--no-sandbox",  # CI runs as root
+    "--headless",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+def _chromium() -> str | None:
+    path = os.environ.get("ATTNWIDGET_CHROMIUM") or "/usr/bin/chromium"
+    return path if os.path.isfile(path) else shutil.which("chromium")
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Solara's test server: serve on 127.0.0.1 (not "localhost"), and take a
+    # free port instead of its fixed default (18865), which another test run on
+    # the same machine could hold; unless given on the command line.
+    if not hasattr(config.option, "solara_port"):
+        return  # the solara plugin is not installed
+    given = " ".join(config.invocation_params.args)
+    if "--solara-host" not in given:
+        config.option.solara_host = "127.0.0.1"
+    if "PORT" not in os.environ and "--solara-port" not in given:
+        config.option.solara_port = _free_port()
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[str, Any]:
+    """pytest-playwright's launch options, pointed at the system Chromium."""
+    options = dict(browser_type_launch_args)
+    executable = _chromium()
+    if executable and "channel" not in options:
+        options["executable_path"] = executable
+    options["args"] = [*options.get("args", []), *CHROMIUM_ARGS]
+    return options
+
+
+LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", "[::1]"}
+
+
+@dataclass
+class PageWatch:
+    """What the page did during one test: requests, console errors, page errors."""
+
+    requests: list[str] = field(default_factory=list)
+    console_errors: list[str] = field(default_factory=list)
+    page_errors: list[str] = field(default_factory=list)
+
+    def remote_requests(self) -> list[str]:
+        """Requests that left the machine (anything but localhost, data: and blob:)."""
+        remote = []
+        for url in self.requests:
+            parts = urlsplit(url)
+            if parts.scheme in {"data", "blob", "about"}:
+                continue
+            if parts.hostname not in LOCAL_HOSTS:
+                remote.append(url)
+        return remote
+
+    def assert_clean(self) -> None:
+        """No request left the machine and the page logged no error."""
+        assert not self.remote_requests(), f"non-local requests: {self.remote_requests()}"
+        assert not self.page_errors, f"uncaught page errors: {self.page_errors}"
+        assert not self.console_errors, f"console errors: {self.console_errors}"
+
+
+@pytest.fixture()
+def page_watch(page_session: Any) -> Iterator[PageWatch]:
+    """Record the session page's requests and errors for the current test."""
+    watch = PageWatch()
+
+    def on_request(request: Any) -> None:
+        watch.requests.append(request.url)
+
+    def on_console(message: Any) -> None:
+        if message.type == "error":
+            watch.console_errors.append(f"{message.text} ({message.location})")
+
+    def on_page_error(error: Any) -> None:
+        watch.page_errors.append(str(error))
+
+    page_session.on("request", on_request)
+    page_session.on("console", on_console)
+    page_session.on("pageerror", on_page_error)
+    try:
+        yield watch
+    finally:
+        page_session.remove_listener("request", on_request)
+        page_session.remove_listener("console", on_console)
+        page_session.remove_listener("pageerror", on_page_error)
