@@ -285,3 +285,11 @@ def test_a_model_without_a_head_or_attention_is_refused() -> None:
         with pytest.raises(ModelNotSupportedError, match="no attention weights"):
             attnwidget.explain(mamba, tokenizer, TEXT)
     assert mamba.training  # restored after the error
+
+
+def test_non_finite_attention_is_reported() -> None:
+    model, tokenizer = build("bert-cls")
+    with torch.no_grad():
+        model.bert.encoder.layer[0].attention.self.query.weight[0, 0] = float("nan")
+    with pytest.raises(attnwidget.NonFiniteError, match="NaN/inf"):
+        attnwidget.explain(model, tokenizer, TEXT)

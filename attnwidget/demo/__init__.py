@@ -1,0 +1,204 @@
+"""Two tiny trained models shipped with attnwidget, and the sentences they were made for.
+
+The task is subject–verb agreement (Linzen, Dupoux & Goldberg 2016, "Assessing
+the ability of LSTMs to learn syntax-sensitive dependencies", TACL 4), the
+task Abnar & Zuidema (2020, "Quantifying Attention Flow in Transformers",
+ACL) used to compare raw attention, attention rollout and attention flow:
+given a sentence up to its main verb, is the verb singular ("is") or plural
+("are")? The sentences come from a small synthetic English grammar
+(:mod:`attnwidget.demo.grammar`) with prepositional phrases, relative clauses,
+adjectives and *attractors*, nouns of the other number between subject and
+verb ("the keys to the cabinet [are]", "the author that the critics praise [is]").
+
+Models (weights, config and a word-level tokenizer in the package, so nothing
+is downloaded):
+
+* ``"sva-encoder"``: a 4-layer, 4-head ``BertForSequenceClassification``
+  (hidden size 64) that reads ``[CLS] prefix [SEP]`` and predicts
+  ``config.id2label == {0: "singular", 1: "plural"}`` from ``[CLS]``.
+* ``"sva-causal"``: a 4-layer, 4-head ``GPT2LMHeadModel`` (hidden size 64)
+  trained as a language model on whole sentences; its tokenizer prepends
+  ``[BOS]``, and after the prefix it should rank the agreeing verb above the
+  other one.
+
+Example::
+
+    from attnwidget import demo
+
+    model, tokenizer = demo.load("sva-encoder")
+    for ex in demo.sentences(3, seed=0):  # held-out sentences with attractors
+        print(ex.text, "->", ex.verb, ex.subject_index, ex.attractor_indices)
+
+Retrain with ``python -m attnwidget.demo.train`` (deterministic, a few minutes
+on one CPU thread).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+from . import grammar
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerFast
+
+__all__ = [
+    "DEMO_MODELS",
+    "SVAExample",
+    "available",
+    "load",
+    "model_path",
+    "sentences",
+]
+
+#: Demo model name -> one-line description.
+DEMO_MODELS: Mapping[str, str] = MappingProxyType(
+    {
+        "sva-encoder": (
+            "4-layer BERT classifier: verb number (singular/plural) from the sentence "
+            "prefix, read at [CLS]"
+        ),
+        "sva-causal": (
+            "4-layer GPT-2 language model: predicts 'is'/'are' as the next word after "
+            "the sentence prefix"
+        ),
+    }
+)
+
+_MODELS_DIR = Path(__file__).resolve().parent / "models"
+# Special tokens each model's tokenizer puts before the first word
+# ([CLS] for the encoder, [BOS] for the causal model).
+_TOKENS_BEFORE_TEXT = {"sva-encoder": 1, "sva-causal": 1}
+
+
+def available() -> dict[str, str]:
+    """The demo model names, each with a one-line description."""
+    return dict(DEMO_MODELS)
+
+
+def _check_name(name: object, what: str = "demo model") -> str:
+    if not isinstance(name, str) or name not in DEMO_MODELS:
+        raise ValueError(f"unknown {what} {name!r}; available: {', '.join(sorted(DEMO_MODELS))}")
+    return name
+
+
+def model_path(name: str) -> Path:
+    """The directory that holds a demo model's config, weights and tokenizer."""
+    return _MODELS_DIR / _check_name(name)
+
+
+def load(
+    name: str, *, attn_implementation: str | None = None
+) -> tuple[PreTrainedModel, PreTrainedTokenizerFast]:
+    """Load a shipped demo model and its tokenizer from the package, offline.
+
+    Args:
+        name: ``"sva-encoder"`` or ``"sva-causal"`` (see :data:`DEMO_MODELS`).
+        attn_implementation: passed on to ``from_pretrained`` when given
+            (e.g. ``"eager"``); by default transformers picks.
+
+    Returns:
+        ``(model, tokenizer)``, the model in eval mode on the CPU.
+
+    Raises:
+        ValueError: for an unknown name (the message lists the names).
+        FileNotFoundError: when the model files are missing from the install.
+    """
+    path = model_path(name)
+    if not (path / "model.safetensors").is_file():
+        raise FileNotFoundError(
+            f"demo model files are missing from {path}; reinstall attnwidget or "
+            "recreate them with `python -m attnwidget.demo.train`"
+        )
+    from transformers import AutoTokenizer, BertForSequenceClassification, GPT2LMHeadModel
+
+    kwargs: dict[str, Any] = {"local_files_only": True}
+    if attn_implementation is not None:
+        kwargs["attn_implementation"] = attn_implementation
+    cls = BertForSequenceClassification if name == "sva-encoder" else GPT2LMHeadModel
+    model = cls.from_pretrained(path, **kwargs)
+    model.eval()
+    tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    return model, tokenizer
+
+
+@dataclass(frozen=True)
+class SVAExample:
+    """One agreement example: a sentence prefix and the verb it needs.
+
+    Attributes:
+        text: the sentence up to, not including, its main verb.
+        label: ``"singular"`` or ``"plural"``, the number of the subject
+            (the encoder's class label).
+        verb: ``"is"`` or ``"are"``, the agreeing verb (the causal model's
+            next token).
+        subject_index: position of the subject's head noun among the model's
+            tokens, special tokens counted (``[CLS]``/``[BOS]`` is 0).
+        attractor_indices: positions, likewise, of the nouns between subject
+            and verb whose number differs from the subject's.
+    """
+
+    text: str
+    label: str
+    verb: str
+    subject_index: int
+    attractor_indices: tuple[int, ...]
+
+    @property
+    def n_attractors(self) -> int:
+        """How many attractors the prefix has."""
+        return len(self.attractor_indices)
+
+
+def sentences(
+    n: int,
+    *,
+    seed: int,
+    split: str = "test",
+    model: str = "sva-encoder",
+    attractors: bool | None = True,
+) -> list[SVAExample]:
+    """Draw ``n`` distinct agreement examples from the grammar, deterministically.
+
+    Args:
+        n: how many examples (>= 0).
+        seed: random seed; the same arguments give the same list every time.
+        split: ``"test"`` (held out, never seen in training) or ``"train"``.
+            A sentence's split is a function of its text, so the two never
+            overlap, and each test sentence follows its subject noun with a
+            noun (lemma) that never follows that subject in training (in most
+            attractor sentences, that noun is the first attractor).
+        model: the demo model whose tokens ``subject_index`` and
+            ``attractor_indices`` count (the texts do not depend on it).
+        attractors: ``True`` (the default) gives only sentences with at least
+            one attractor, ``False`` only sentences without, ``None`` the
+            grammar's natural mix (about half have attractors). E.g.
+            ``sentences(500, seed=0)`` is 500 held-out sentences with attractors.
+
+    Raises:
+        ValueError: for a bad ``n``, ``seed``, ``split``, ``model`` or ``attractors``.
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise ValueError(f"n must be a non-negative integer, not {n!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise ValueError(f"seed must be an integer, not {seed!r}")
+    if split not in grammar.SPLITS:
+        raise ValueError(f"split must be one of {', '.join(grammar.SPLITS)}, not {split!r}")
+    _check_name(model)
+    if attractors is not None and not isinstance(attractors, bool):
+        raise ValueError(f"attractors must be True, False or None, not {attractors!r}")
+    offset = _TOKENS_BEFORE_TEXT[model]
+    return [
+        SVAExample(
+            text=s.text,
+            label=s.label,
+            verb=s.verb,
+            subject_index=s.subject + offset,
+            attractor_indices=tuple(i + offset for i in s.attractors),
+        )
+        for s in grammar.generate(n, seed=seed, split=split, attractors=attractors)
+    ]
