@@ -7,6 +7,7 @@ from ``js/src/index.ts`` by esbuild; its ``render`` dispatches on the synced
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -52,3 +53,40 @@ class _AttnWidget(anywidget.AnyWidget):
         if "_esm" not in _AttnWidget.__dict__:
             _AttnWidget._esm = _load_bundle()
         super().__init__(**kwargs)
+
+    def to_html(
+        self, path: str | os.PathLike[str] | None = None, *, title: str | None = None
+    ) -> str:
+        """This view as ONE self-contained HTML page; written to ``path`` when given.
+
+        The page carries the front-end bundle and the view's current state (binary
+        buffers base64-encoded), and loads nothing: it works offline, from a
+        file, e-mailed or archived. Clicks and hovers work in the page; they no
+        longer reach Python. The SVG/PNG buttons work there too.
+
+        Args:
+            path: where to write the page (UTF-8); None: only return it.
+            title: the page title (and a heading); default: the view's class name.
+
+        Returns:
+            The HTML text.
+        """
+        from ._standalone import page
+
+        text = page(self, title=title)
+        if path is not None:
+            Path(path).write_text(text, encoding="utf-8")
+        return text
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        # With ATTNWIDGET_STATIC=1 in the kernel's environment, also offer a
+        # standalone text/html rendering: static exports of executed notebooks
+        # (scripts/run_notebook.py) show the view with no widget manager. Live
+        # front ends keep preferring the widget mimetype.
+        from ._standalone import fragment, static_mode
+
+        bundle = super()._repr_mimebundle_(**kwargs)
+        if bundle is None or not static_mode():
+            return bundle
+        data, metadata = bundle
+        return {**data, "text/html": fragment(self)}, metadata

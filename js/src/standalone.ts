@@ -1,0 +1,91 @@
+/**
+ * Views without a kernel: pages written by `widget.to_html()` and by
+ * scripts/run_notebook.py embed each widget's state as
+ *
+ *   <script type="application/json" data-attnwidget-state>{payload}</script>
+ *
+ * plus this bundle once as an inline module. When the bundle loads it draws a
+ * view after every such block, through the same `render` Jupyter calls, on a
+ * LocalModel: clicks and hovers work, nothing goes to a server.
+ */
+import type { RenderProps } from "@anywidget/types";
+
+import { LocalModel, decodePayload } from "./localmodel";
+
+type Cleanup = () => void;
+/** The bundle's `render` (passed in: index.ts imports this module). */
+export type Render = (props: RenderProps<any>) => Cleanup | void;
+
+/** Attribute of the JSON blocks that hold a widget's state. */
+export const STATE_ATTRIBUTE = "data-attnwidget-state";
+/** Set on a block once its view is drawn, so a second bundle copy skips it. */
+const MOUNTED_ATTRIBUTE = "data-attnwidget-mounted";
+
+/** A drawn standalone view. */
+export interface StandaloneView {
+  model: LocalModel<any>;
+  /** Remove the view and its listeners. */
+  destroy(): void;
+}
+
+/** Draw a view from an exported payload (parsed JSON) into `el`. */
+export function renderStandalone(el: HTMLElement, payload: unknown, render: Render): StandaloneView {
+  const model = new LocalModel<any>(decodePayload(payload));
+  const controller = new AbortController();
+  // No kernel answers calls and no other widgets exist in a static page.
+  const missing = (what: string) => Promise.reject(new Error(`attnwidget: ${what} is not available in a standalone page`));
+  const cleanup = render({
+    model,
+    el,
+    signal: controller.signal,
+    host: {
+      getWidget: (ref: string) => missing(`widget ${JSON.stringify(ref)}`),
+      getModel: (ref: string) => missing(`model ${JSON.stringify(ref)}`),
+    },
+    experimental: { invoke: (name: string) => missing(`the kernel call ${JSON.stringify(name)}`) },
+  });
+  return {
+    model,
+    destroy: () => {
+      controller.abort();
+      if (typeof cleanup === "function") cleanup();
+    },
+  };
+}
+
+/**
+ * Draw a view after every state block of `root` that has none yet; returns
+ * the views drawn. A block that cannot be read shows an error in its place
+ * (and the console) without stopping the others.
+ */
+export function mountStandalone(root: ParentNode, render: Render): StandaloneView[] {
+  const views: StandaloneView[] = [];
+  const blocks = root.querySelectorAll<HTMLScriptElement>(`script[type="application/json"][${STATE_ATTRIBUTE}]`);
+  for (const block of Array.from(blocks)) {
+    if (block.hasAttribute(MOUNTED_ATTRIBUTE)) continue;
+    block.setAttribute(MOUNTED_ATTRIBUTE, "");
+    const el = block.ownerDocument.createElement("div");
+    el.className = "attnw-standalone-view";
+    block.after(el);
+    try {
+      views.push(renderStandalone(el, JSON.parse(block.textContent ?? ""), render));
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      const div = block.ownerDocument.createElement("div");
+      div.className = "attnw-error";
+      div.textContent = `attnwidget: cannot draw this exported view: ${message}`;
+      el.replaceChildren(div);
+      console.error("attnwidget standalone view:", error);
+    }
+  }
+  return views;
+}
+
+/** Mount once the document is parsed (module scripts usually run after that already). */
+export function mountWhenReady(doc: Document, render: Render): void {
+  if (doc.readyState === "loading") {
+    doc.addEventListener("DOMContentLoaded", () => mountStandalone(doc, render), { once: true });
+  } else {
+    mountStandalone(doc, render);
+  }
+}

@@ -1,0 +1,343 @@
+"""Self-contained HTML export (``to_html``) and the SVG/PNG download buttons.
+
+Python tests read the page as text; browser tests open the written file in
+headless Chromium with every non-local request aborted (tests/offline_browser.py)
+and check it draws, reacts to clicks, runs no injected markup, logs no error,
+and that both downloads produce an image of the right type.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+import struct
+import xml.etree.ElementTree as ET
+import zlib
+from collections.abc import Callable, Iterator
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import traitlets
+from offline_browser import OfflinePage, open_offline
+
+from attnwidget.explanation import Explanation
+from attnwidget.views import SaliencyView
+from attnwidget.views._base import _AttnWidget
+
+XSS_TOKENS = ["<img src=x onerror=window.__xss=1>", "</script><script>window.__xss=2</script>"]
+TOKENS = ["[CLS]", "the", "keys", "to", "the", "cabinet", "[SEP]"]
+
+
+def make_view(tokens: list[str], **kwargs: Any) -> SaliencyView:
+    n = len(tokens)
+    rng = np.random.default_rng(0)
+    weights = rng.random((2, 2, n, n)).astype(np.float32)
+    weights /= weights.sum(-1, keepdims=True)
+    scores = {
+        "rollout": rng.random(n).astype(np.float32),
+        "signed_demo": np.linspace(-1.5, 0.75, n, dtype=np.float32),
+    }
+    return SaliencyView(Explanation(tokens=tokens, attentions=weights, scores=scores), **kwargs)
+
+
+class _Scripts(HTMLParser):
+    """The <script> elements of a page as the HTML parser sees them: (attrs, text)."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.scripts: list[tuple[dict[str, str | None], str]] = []
+        self._open: dict[str, str | None] | None = None
+        self._text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "script":
+            self._open, self._text = dict(attrs), []
+
+    def handle_data(self, data: str) -> None:
+        if self._open is not None:
+            self._text.append(data)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "script" and self._open is not None:
+            self.scripts.append((self._open, "".join(self._text)))
+            self._open = None
+
+
+def scripts_of(page: str) -> list[tuple[dict[str, str | None], str]]:
+    parser = _Scripts()
+    parser.feed(page)
+    parser.close()
+    return parser.scripts
+
+
+def state_payloads(page: str) -> list[dict[str, Any]]:
+    return [
+        json.loads(text)
+        for attrs, text in scripts_of(page)
+        if attrs.get("type") == "application/json" and "data-attnwidget-state" in attrs
+    ]
+
+
+# ---------------------------------------------------------------- Python side
+
+
+def test_page_carries_the_bundle_and_the_state(tmp_path: Path) -> None:
+    view = make_view(TOKENS, selected_token=2)
+    out = tmp_path / "view.html"
+    page = view.to_html(out)
+    assert out.read_text(encoding="utf-8") == page
+
+    scripts = scripts_of(page)
+    modules = [text for attrs, text in scripts if attrs.get("type") == "module"]
+    assert len(modules) == 1
+    assert modules[0].strip() == str(view._esm).strip()  # the widget's own bundle, whole
+
+    (payload,) = state_payloads(page)
+    state = payload["state"]
+    assert state["_view"] == "saliency"
+    assert state["tokens"] == TOKENS
+    assert state["methods"] == ["rollout", "signed_demo"]
+    assert state["selected_token"] == 2
+    assert "_esm" not in state and "layout" not in state  # machinery stays out
+    (buffer,) = payload["buffers"]
+    assert buffer["path"] == ["scores"]
+    scores = np.frombuffer(base64.b64decode(buffer["data"]), dtype="<f4").reshape(state["shape"])
+    np.testing.assert_array_equal(scores, view.score_matrix())
+
+    # Nothing in the page can load anything.
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page)
+
+
+def test_script_breaking_tokens_are_escaped() -> None:
+    view = make_view(["[CLS]", *XSS_TOKENS, "a & b", "\u2028", "[SEP]"])
+    page = view.to_html()
+    # The raw token text never appears: it would end the JSON <script> early.
+    assert XSS_TOKENS[1] not in page
+    assert "<img src=x" not in page
+    # Exactly the two real scripts, and the tokens read back unchanged.
+    assert len(scripts_of(page)) == 2
+    assert page.lower().count("</script") == 2
+    (payload,) = state_payloads(page)
+    assert payload["state"]["tokens"] == ["[CLS]", *XSS_TOKENS, "a & b", "\u2028", "[SEP]"]
+
+
+def test_page_policy_allows_only_its_own_bundle() -> None:
+    page = make_view(TOKENS).to_html(title="<b>keys</b> & co")
+    (csp,) = re.findall(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page)
+    assert "default-src 'none'" in csp
+    bundle = next(text for attrs, text in scripts_of(page) if attrs.get("type") == "module")
+    digest = base64.b64encode(hashlib.sha256(bundle.encode()).digest()).decode()
+    assert f"script-src 'sha256-{digest}'" in csp
+    assert "<title>&lt;b&gt;keys&lt;/b&gt; &amp; co</title>" in page
+
+
+class _Probe(_AttnWidget):
+    """A view the bundle does not know, with other kinds of traits."""
+
+    _view = traitlets.Unicode("probe").tag(sync=True)
+    values = traitlets.List(traitlets.Float()).tag(sync=True)
+    blob = traitlets.Bytes(b"").tag(sync=True)
+    label = traitlets.Unicode("").tag(sync=True)
+    hidden = traitlets.Int(7)  # not synced: not exported
+
+
+def test_export_is_generic_over_views() -> None:
+    probe = _Probe(values=[0.5, -1.0], blob=b"\x00\x01\xff", label="</script>")
+    (payload,) = state_payloads(probe.to_html())
+    assert payload["state"] == {"_view": "probe", "values": [0.5, -1.0], "label": "</script>"}
+    assert [b["path"] for b in payload["buffers"]] == [["blob"]]
+    assert base64.b64decode(payload["buffers"][0]["data"]) == b"\x00\x01\xff"
+
+    probe.values = [float("nan")]
+    with pytest.raises(ValueError, match="bytes traits"):
+        probe.to_html()
+
+
+def test_static_mode_adds_a_standalone_html_rendering(monkeypatch: pytest.MonkeyPatch) -> None:
+    view = make_view(TOKENS)
+    monkeypatch.delenv("ATTNWIDGET_STATIC", raising=False)
+    data, _ = view._repr_mimebundle_()
+    assert "text/html" not in data
+    assert "application/vnd.jupyter.widget-view+json" in data
+
+    monkeypatch.setenv("ATTNWIDGET_STATIC", "1")
+    data, _ = view._repr_mimebundle_()
+    assert data["application/vnd.jupyter.widget-view+json"]["model_id"] == view.model_id
+    html = data["text/html"]
+    (payload,) = state_payloads(html)
+    assert payload["model_id"] == view.model_id
+    assert payload["state"]["tokens"] == TOKENS
+    assert '<script type="module" data-attnwidget-bundle>' in html
+
+    monkeypatch.setenv("ATTNWIDGET_STATIC", "0")
+    assert "text/html" not in view._repr_mimebundle_()[0]
+
+
+# --------------------------------------------------------------- browser side
+
+
+@pytest.fixture()
+def open_page(browser: Any) -> Iterator[Callable[[Path], OfflinePage]]:
+    opened: list[OfflinePage] = []
+
+    def open_(path: Path) -> OfflinePage:
+        watch = open_offline(browser, path)
+        opened.append(watch)
+        return watch
+
+    yield open_
+    for watch in opened:
+        watch.page.context.close()
+
+
+@pytest.mark.browser
+def test_exported_file_renders_and_reacts_offline(tmp_path: Path, open_page: Any) -> None:
+    view = make_view(TOKENS, selected_token=5)
+    path = tmp_path / "view.html"
+    view.to_html(path)
+    watch = open_page(path)
+    page = watch.page
+
+    row = page.locator('.attnw-tok[data-method="rollout"]')
+    row.first.wait_for()
+    assert row.all_text_contents() == TOKENS
+    # The state's selection shows on load.
+    selected = page.locator(".attnw-tok.attnw-selected")
+    assert {c.get_attribute("data-index") for c in selected.all()} == {"5"}
+
+    # A click selects another column, all in the page.
+    page.locator('.attnw-tok[data-method="signed_demo"][data-index="2"]').click()
+    assert selected.count() == 2
+    assert {c.get_attribute("data-index") for c in selected.all()} == {"2"}
+    status = page.locator(".attnw-saliency .attnw-status")
+    assert status.text_content().startswith('Selected #2 "keys"')
+    # Hover shows the exact score.
+    page.locator('.attnw-tok[data-method="rollout"][data-index="3"]').hover()
+    score = np.float32(view.explanation.scores["rollout"][3])
+    assert f"score {score!s}" in status.text_content()
+
+    watch.assert_clean()
+
+
+@pytest.mark.browser
+def test_exported_tokens_are_text_not_markup(tmp_path: Path, open_page: Any) -> None:
+    tokens = ["[CLS]", *XSS_TOKENS, "ok", "[SEP]"]
+    path = tmp_path / "xss.html"
+    make_view(tokens).to_html(path)
+    watch = open_page(path)
+    page = watch.page
+    row = page.locator('.attnw-tok[data-method="rollout"]')
+    row.first.wait_for()
+    assert row.all_text_contents() == tokens
+    page.wait_for_timeout(300)  # let an injected handler fire (it must not)
+    assert page.evaluate("window.__xss") is None
+    assert page.locator("img").count() == 0
+    assert page.locator("script").count() == 2  # the state block and the bundle
+    row.nth(2).click()
+    assert page.evaluate("window.__xss") is None
+    watch.assert_clean()
+
+
+def png_size_and_pixels(data: bytes) -> tuple[int, int, bytes]:
+    """Width, height and the decompressed (still filtered) pixel rows of a PNG."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    pos, width, height, idat = 8, 0, 0, b""
+    while pos < len(data):
+        (length,) = struct.unpack(">I", data[pos : pos + 4])
+        kind = data[pos + 4 : pos + 8]
+        body = data[pos + 8 : pos + 8 + length]
+        if kind == b"IHDR":
+            width, height = struct.unpack(">II", body[:8])
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + length
+    return width, height, zlib.decompress(idat)
+
+
+@pytest.mark.browser
+def test_svg_and_png_downloads(tmp_path: Path, open_page: Any) -> None:
+    tokens = ["[CLS]", "the", XSS_TOKENS[1], "keys", "[SEP]"]
+    path = tmp_path / "view.html"
+    make_view(tokens).to_html(path)
+    watch = open_page(path)
+    page = watch.page
+    page.locator(".attnw-saliency .attnw-tok").first.wait_for()
+    box = page.locator(".attnw-view").bounding_box()
+
+    with page.expect_download() as svg_download:
+        page.locator('.attnw-toolbar button[data-format="svg"]').click()
+    download = svg_download.value
+    assert download.suggested_filename == "attnwidget-saliency.svg"
+    svg = Path(download.path()).read_bytes()
+    assert svg
+    root = ET.fromstring(svg)  # well-formed XML
+    assert root.tag == "{http://www.w3.org/2000/svg}svg"
+    assert int(root.get("width")) == pytest.approx(box["width"], abs=1)
+    xhtml = "{http://www.w3.org/1999/xhtml}"
+    cells = [e for e in root.iter(f"{xhtml}span") if "attnw-tok" in (e.get("class") or "").split()]
+    assert [c.text for c in cells] == tokens * 2  # every token of both rows, as text
+    assert not [e for e in root.iter() if e.tag.endswith("}script")]
+    assert all(e.get("style") for e in cells)  # styles are inline: no stylesheet needed
+    assert "attnw-toolbar" not in svg.decode()  # the buttons are not in the picture
+
+    with page.expect_download() as png_download:
+        page.locator('.attnw-toolbar button[data-format="png"]').click()
+    download = png_download.value
+    assert download.suggested_filename == "attnwidget-saliency.png"
+    width, height, pixels = png_size_and_pixels(Path(download.path()).read_bytes())
+    # Drawn at 2x; a blank or tainted canvas would be one flat colour.
+    assert (width, height) == (2 * int(root.get("width")), 2 * int(root.get("height")))
+    assert len(set(pixels)) > 32
+
+    assert page.locator(".attnw-toolbar-message").text_content() == ""
+    watch.assert_clean()
+
+
+@pytest.mark.browser
+def test_svg_shows_a_scrolled_long_input_whole(tmp_path: Path, open_page: Any) -> None:
+    tokens = [f"token{i}" for i in range(80)]
+    path = tmp_path / "long.html"
+    make_view(tokens).to_html(path)
+    watch = open_page(path)
+    page = watch.page
+    page.set_viewport_size({"width": 600, "height": 400})
+    page.locator(".attnw-saliency .attnw-tok").first.wait_for()
+    scroller = page.locator(".attnw-saliency .attnw-scroll")
+    assert scroller.evaluate("e => e.scrollWidth > 2 * e.clientWidth")  # most tokens off screen
+    scroller.evaluate("e => { e.scrollLeft = 300; }")
+    box = page.locator(".attnw-view").bounding_box()
+
+    with page.expect_download() as svg_download:
+        page.locator('.attnw-toolbar button[data-format="svg"]').click()
+    root = ET.fromstring(Path(svg_download.value.path()).read_bytes())
+    xhtml = "{http://www.w3.org/1999/xhtml}"
+    cells = [e for e in root.iter(f"{xhtml}span") if "attnw-tok" in (e.get("class") or "")]
+    assert [c.text for c in cells] == tokens * 2
+    # The picture is as wide as the whole grid, not the visible part.
+    assert int(root.get("width")) > 2 * box["width"]
+    watch.assert_clean()
+
+
+@pytest.mark.browser
+def test_downloads_work_in_a_live_widget(solara_test: Any, page_session: Any) -> None:
+    """The same buttons on a widget shown by a real widget manager (solara's page)."""
+    from IPython.display import display
+
+    display(make_view(TOKENS))
+    page = page_session
+    page.locator(".attnw-saliency .attnw-tok").first.wait_for()
+    with page.expect_download() as svg_download:
+        page.locator('.attnw-toolbar button[data-format="svg"]').click()
+    root = ET.fromstring(Path(svg_download.value.path()).read_bytes())
+    texts = [e.text for e in root.iter("{http://www.w3.org/1999/xhtml}span")]
+    assert all(token in texts for token in TOKENS)
+    with page.expect_download() as png_download:
+        page.locator('.attnw-toolbar button[data-format="png"]').click()
+    width, height, pixels = png_size_and_pixels(Path(png_download.value.path()).read_bytes())
+    assert width > 100 and height > 40 and len(set(pixels)) > 32
+    assert page.locator(".attnw-toolbar-message").text_content() == ""
