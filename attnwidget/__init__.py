@@ -47,6 +47,8 @@ __all__ = [
     "InputError",
     "ModelNotSupportedError",
     "NonFiniteError",
+    "HeadView",
+    "ModelView",
     "SaliencyView",
     "TooLargeError",
     "TruncationWarning",
@@ -58,20 +60,23 @@ __all__ = [
     "explain",
     "get_method",
     "grad_attention",
+    "head_view",
     "input_x_gradient",
     "integrated_gradients",
+    "model_view",
     "raw_attention",
     "register",
     "rollout",
 ]
 
 
+_VIEWS = ("SaliencyView", "HeadView", "ModelView", "head_view", "model_view")
+
+
 def __getattr__(name: str) -> Any:
     # Views import anywidget; the core stays importable (and fast) without it.
-    if name == "SaliencyView":
-        from .views import SaliencyView
-
-        return SaliencyView
+    if name in _VIEWS:
+        return getattr(importlib.import_module(".views", __name__), name)
     if name == "demo":
         return importlib.import_module(".demo", __name__)
     raise AttributeError(f"module 'attnwidget' has no attribute {name!r}")

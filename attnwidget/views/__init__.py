@@ -7,6 +7,17 @@ ES module built from ``js/`` into ``attnwidget/static/widget.js``.
 from __future__ import annotations
 
 from ._base import BUNDLE, BundleMissingError
+from .compat import head_view, model_view
+from .head_view import HeadView
+from .model_view import ModelView
 from .saliency import SaliencyView
 
-__all__ = ["BUNDLE", "BundleMissingError", "SaliencyView"]
+__all__ = [
+    "BUNDLE",
+    "BundleMissingError",
+    "HeadView",
+    "ModelView",
+    "SaliencyView",
+    "head_view",
+    "model_view",
+]

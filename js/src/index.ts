@@ -5,6 +5,12 @@
 import type { AnyModel, RenderProps } from "@anywidget/types";
 
 import { renderSaliency } from "./saliency";
+// HeadView / ModelView (attention_*.ts, head_view.ts, model_view.ts)
+import { renderHeadView } from "./head_view";
+import { renderModelView } from "./model_view";
+import type { HeadTraits, ModelTraits } from "./attention_types";
+import { mountWhenReady, renderStandalone as renderPayload, type StandaloneView } from "./standalone";
+import { withToolbar } from "./toolbar";
 import type { BaseTraits, SaliencyTraits } from "./types";
 
 type Cleanup = () => void;
@@ -13,6 +19,8 @@ type ViewRenderer = (props: { model: AnyModel<any>; el: HTMLElement }) => Cleanu
 /** Views by the value of their `_view` trait. */
 const VIEWS: Record<string, ViewRenderer> = {
   saliency: (props) => renderSaliency(props as { model: AnyModel<SaliencyTraits>; el: HTMLElement }),
+  head: (props) => renderHeadView(props as { model: AnyModel<HeadTraits>; el: HTMLElement }),
+  model: (props) => renderModelView(props as { model: AnyModel<ModelTraits>; el: HTMLElement }),
 };
 
 function render({ model, el }: RenderProps<BaseTraits>): Cleanup | void {
@@ -30,7 +38,20 @@ function render({ model, el }: RenderProps<BaseTraits>): Cleanup | void {
     console.error(message);
     return;
   }
-  return view({ model, el });
+  // Every view gets the SVG/PNG export toolbar, drawn once here.
+  return withToolbar(el, name, (viewEl) => view({ model, el: viewEl }));
 }
 
 export default { render };
+
+/**
+ * Draw a view from an exported state payload (the parsed JSON of a
+ * `data-attnwidget-state` block) with no kernel: see standalone.ts.
+ */
+export function renderStandalone(el: HTMLElement, payload: unknown): StandaloneView {
+  return renderPayload(el, payload, render);
+}
+
+// Pages written by `to_html()` / scripts/run_notebook.py hold state blocks:
+// draw them when this module loads. In Jupyter there are none: nothing happens.
+if (typeof document !== "undefined") mountWhenReady(document, render);

@@ -1,0 +1,202 @@
+"""HeadView: lines from each token to the tokens it attends to, one colour per head.
+
+Message schema (traits synced with ``js/src/types.ts`` ``HeadTraits``; keep
+both in sync). Wire format, chunks and the lazy-loading messages are
+described in :mod:`attnwidget.views._attention`.
+
+=====================  ===========  ==========================================
+trait                  type         meaning
+=====================  ===========  ==========================================
+``_view``              str          ``"head"``
+``tokens``             list[str]    input (encoder) tokens, shown as text
+``decoder_tokens``     list[str]    decoder tokens (encoder–decoder), else []
+``matrices``           list[dict]   one per attention kind: ``key`` ("self",
+                                    "encoder", "decoder", "cross"), ``label``,
+                                    ``rows``/``cols`` (which token list labels
+                                    queries/keys), ``shape`` [L, H, rows,
+                                    cols], ``layer_ids``, ``head_ids`` (model
+                                    numbering, e.g. after include_layers),
+                                    ``causal`` (nothing above the diagonal)
+``sentence_b_start``   int          first token of sentence B, -1 for none
+``preload``            bytes        float16 chunks shipped with the state
+``preload_index``      list[dict]   their descriptors + ``offset``/``nbytes``
+``theme``              str          "auto" (follow the notebook), "light",
+                                    "dark"
+``matrix``             str          shown matrix key (synced both ways)
+``pair_filter``        str          "all", "A->A", "B->B", "A->B", "B->A"
+``layer``              int          shown layer id (synced both ways)
+``heads``              list[int]    shown head ids (synced both ways)
+``selected_token``     int          pinned query row of the shown matrix, -1
+                                    for none (synced both ways)
+=====================  ===========  ==========================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import traitlets
+
+from ..explanation import Explanation
+from ._attention import AttentionSet, _AttentionView, _describe_ids, _position
+
+
+class HeadView(_AttentionView):
+    """Attention of one layer as lines between two columns of tokens.
+
+    Each token on the left (a query) has a line to every token on the right
+    (a key) it attends to, with opacity by weight and one colour per head
+    (weights are divided by the number of heads shown, as in bertviz, so
+    overlapping heads add up to at most full opacity). Lines fainter than
+    one 8-bit alpha step are not drawn.
+
+    In the page: choose the layer; click a head's coloured box to toggle it,
+    double-click to show only it (again: all heads); hover a token to see only
+    its lines; click a token to pin it (sets :attr:`selected_token`); for
+    sentence pairs, filter to A->A, B->B, A->B or B->A; for encoder–decoder
+    models, switch between encoder, decoder and cross attention. Causal
+    attention shows the keys a pinned query cannot see (later tokens) dimmed.
+
+    Args:
+        explanation: the :class:`~attnwidget.Explanation` to show.
+        layer: the initial layer (default: the first).
+        heads: the initially shown heads (default: all).
+        matrix: "self" (default), or "encoder"/"decoder"/"cross" for
+            encoder–decoder explanations (default "encoder").
+        pair_filter: "all" (default), or "A->A", "B->B", "A->B", "B->A" when
+            the explanation has a ``sentence_b_start``.
+        selected_token: the initially pinned query row (-1: none).
+        theme: "auto" (default), "light" or "dark".
+
+    Example::
+
+        view = HeadView(explanation, layer=3)
+        view                   # click a token, a head, another layer ...
+        view.layer, view.heads, view.selected_token
+        view.selection         # the pinned token's weights in each shown head
+    """
+
+    _view = traitlets.Unicode("head").tag(sync=True)
+
+    layer = traitlets.Int(0).tag(sync=True)
+    """The shown layer (a layer id of the current matrix)."""
+    heads = traitlets.List(traitlets.Int()).tag(sync=True)
+    """The shown heads (head ids of the current matrix), ascending."""
+    selected_token = traitlets.Int(-1).tag(sync=True)
+    """The pinned query token (a row of the current matrix), -1 for none."""
+
+    def __init__(
+        self,
+        explanation: Explanation | AttentionSet,
+        *,
+        layer: int | None = None,
+        heads: Sequence[int] | None = None,
+        matrix: str | None = None,
+        pair_filter: str = "all",
+        selected_token: int = -1,
+        theme: str = "auto",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        attention = (
+            explanation
+            if isinstance(explanation, AttentionSet)
+            else AttentionSet.from_explanation(explanation)
+        )
+        key = matrix or attention.matrices[0].key
+        if key not in [m.key for m in attention.matrices]:
+            keys = ", ".join(repr(m.key) for m in attention.matrices)
+            raise ValueError(f"matrix={key!r} is not available; this input has: {keys}.")
+        first = attention.matrix(key)
+        with self.hold_sync():
+            self.set_trait("matrix", key)
+            position = 0 if layer is None else _position(first.layer_ids, layer, "layer")
+            self._set_attention(attention, (position, None))
+            self.theme = theme
+            self.pair_filter = pair_filter
+            self.layer = first.layer_ids[position]
+            self.heads = list(first.head_ids) if heads is None else list(heads)
+            self.selected_token = selected_token
+
+    @property
+    def selection(self) -> dict[str, Any] | None:
+        """The pinned token: ``{"index", "token", "layer", "heads", "weights"}`` or None.
+
+        ``weights`` is float32 (len(heads), keys): what the pinned query attends
+        to in each shown head of the shown layer (all keys, no pair filter).
+        """
+        i = self.selected_token
+        if i < 0:
+            return None
+        m = self.current_matrix()
+        layer = m.layer_ids.index(self.layer)
+        heads = [m.head_ids.index(h) for h in self.heads]
+        return {
+            "index": i,
+            "token": self.attention.token_list(m.rows)[i],
+            "layer": self.layer,
+            "heads": list(self.heads),
+            "weights": np.array(m.weights[layer, heads, i], dtype=np.float32),
+        }
+
+    # -- validation (every page or Python change goes through these) ---------
+
+    @traitlets.validate("layer")
+    def _validate_layer(self, proposal: dict[str, Any]) -> int:
+        return self._layer_position(proposal["value"], allow_none=False)
+
+    @traitlets.validate("heads")
+    def _validate_heads(self, proposal: dict[str, Any]) -> list[int]:
+        value = list(proposal["value"])
+        if self._attention is None:
+            return value
+        ids = self.current_matrix().head_ids
+        bad = [h for h in value if isinstance(h, bool) or h not in ids]
+        if bad:
+            raise traitlets.TraitError(
+                f"heads={value} has head(s) {bad} out of range; heads must be ids of the "
+                f"heads shown ({_describe_ids(ids)})."
+            )
+        if len(set(value)) != len(value):
+            raise traitlets.TraitError(f"heads={value} lists a head more than once.")
+        return sorted(int(h) for h in value)
+
+    @traitlets.validate("selected_token")
+    def _validate_selected_token(self, proposal: dict[str, Any]) -> int:
+        value = proposal["value"]
+        if isinstance(value, bool):
+            raise traitlets.TraitError(f"selected_token must be an int, not {value!r}.")
+        if self._attention is None:
+            return int(value)
+        n = len(self.attention.token_list(self.current_matrix().rows))
+        if value == -1 or 0 <= value < n:
+            return int(value)
+        raise traitlets.TraitError(
+            f"selected_token={value} is out of range: use -1 for none or a query token "
+            f"index 0..{n - 1} ({n} tokens)."
+        )
+
+    @traitlets.observe("matrix")
+    def _on_matrix(self, change: dict[str, Any]) -> None:
+        # Another matrix may have other layers, heads and query tokens: keep
+        # what still applies, reset the rest (so every trait stays valid).
+        if self._attention is None:
+            return
+        m = self.current_matrix()
+        with self.hold_sync():
+            if self.layer not in m.layer_ids:
+                self.layer = m.layer_ids[0]
+            if not set(self.heads) <= set(m.head_ids):
+                self.heads = list(m.head_ids)
+            if self.selected_token >= len(self.attention.token_list(m.rows)):
+                self.selected_token = -1
+
+    def __repr__(self) -> str:
+        m = self.current_matrix() if self._attention else None
+        shape = f"shape={list(m.shape)}, " if m else ""
+        return (
+            f"HeadView({shape}matrix={self.matrix!r}, layer={self.layer}, heads={self.heads}, "
+            f"selected_token={self.selected_token})"
+        )

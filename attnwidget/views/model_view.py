@@ -1,0 +1,187 @@
+"""ModelView: every layer × head as a thumbnail; click one to enlarge it.
+
+Message schema (traits synced with ``js/src/types.ts`` ``ModelTraits``; keep
+both in sync). ``tokens``, ``decoder_tokens``, ``matrices``,
+``sentence_b_start``, ``preload``, ``preload_index``, ``theme``, ``matrix``
+and ``pair_filter`` are as in :mod:`attnwidget.views.head_view`; chunks and
+lazy loading in :mod:`attnwidget.views._attention`.
+
+=================  ===========  ==============================================
+trait              type         meaning
+=================  ===========  ==============================================
+``_view``          str          ``"model"``
+``thumbs``         bytes        float16 pooled attention of every matrix, per
+                                matrix (L, H, row bins, col bins), C order
+``thumb_index``    list[dict]   per matrix: ``matrix``, ``row_edges``,
+                                ``col_edges`` (bin k = tokens
+                                edges[k]..edges[k+1]-1), ``offset``, ``nbytes``
+``layer``          int          enlarged layer id, -1 for none (synced)
+``head``           int          enlarged head id, -1 for none (synced)
+=================  ===========  ==============================================
+
+Thumbnails are drawn from attention pooled to at most 48 bins per side (the
+mean over a bin's query rows of the sum over its key columns, so pooled rows
+still sum to 1); inputs of at most 48 tokens are exact. The sentence-B start
+is always a bin edge, so the pair filters stay exact. The enlarged head is
+drawn from its full attention, fetched when it is opened.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import traitlets
+
+from ..explanation import Explanation
+from ._attention import (
+    MAX_MESSAGE_BYTES,
+    AttentionSet,
+    _AttentionView,
+    _describe_ids,
+    _position,
+    thumbnails,
+)
+
+
+class ModelView(_AttentionView):
+    """All layers and heads at once: a grid of small line drawings.
+
+    Row l, column h is head h of layer l, drawn like :class:`HeadView` at
+    thumbnail size. Click a thumbnail to enlarge it (sets :attr:`layer` and
+    :attr:`head`; click it again or × to close); hover a token in the
+    enlarged view to see only its lines. Sentence pairs and encoder–decoder
+    models get the same filters as :class:`HeadView`.
+
+    Args:
+        explanation: the :class:`~attnwidget.Explanation` to show.
+        layer, head: the initially enlarged head (default: none).
+        matrix, pair_filter, theme: as for :class:`HeadView`.
+
+    Example::
+
+        view = ModelView(explanation)
+        view                       # click a thumbnail
+        view.layer, view.head      # the enlarged head
+        view.select(2, 5)          # enlarge layer 2, head 5 from Python
+        view.selected_attention    # its float32 (queries, keys) weights
+    """
+
+    _view = traitlets.Unicode("model").tag(sync=True)
+
+    thumbs = traitlets.Bytes(b"", read_only=True).tag(sync=True)
+    thumb_index = traitlets.List(traitlets.Dict(), read_only=True).tag(sync=True)
+
+    layer = traitlets.Int(-1).tag(sync=True)
+    """The enlarged head's layer id, -1 for none."""
+    head = traitlets.Int(-1).tag(sync=True)
+    """The enlarged head's id, -1 for none."""
+
+    def __init__(
+        self,
+        explanation: Explanation | AttentionSet,
+        *,
+        layer: int | None = None,
+        head: int | None = None,
+        matrix: str | None = None,
+        pair_filter: str = "all",
+        theme: str = "auto",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        attention = (
+            explanation
+            if isinstance(explanation, AttentionSet)
+            else AttentionSet.from_explanation(explanation)
+        )
+        key = matrix or attention.matrices[0].key
+        if key not in [m.key for m in attention.matrices]:
+            keys = ", ".join(repr(m.key) for m in attention.matrices)
+            raise ValueError(f"matrix={key!r} is not available; this input has: {keys}.")
+        first = attention.matrix(key)
+        opened = layer is not None or head is not None
+        layer_pos = _position(first.layer_ids, layer, "layer") if layer is not None else 0
+        head_pos = _position(first.head_ids, head, "head") if head is not None else 0
+        with self.hold_sync():
+            self.set_trait("matrix", key)
+            data, index = thumbnails(attention)
+            # The initial state is one message: thumbnails + preload under the limit.
+            budget = MAX_MESSAGE_BYTES - len(data)
+            self._set_attention(attention, (layer_pos, head_pos) if opened else (-1, None), budget)
+            self.set_trait("thumbs", data)
+            self.set_trait("thumb_index", index)
+            self.theme = theme
+            self.pair_filter = pair_filter
+            if opened:
+                self.select(first.layer_ids[layer_pos], first.head_ids[head_pos])
+
+    def select(self, layer: int, head: int) -> None:
+        """Enlarge head ``head`` of layer ``layer`` (ids); ``select(-1, -1)`` closes it."""
+        if (layer == -1) != (head == -1):
+            raise traitlets.TraitError(
+                f"select({layer}, {head}): give both a layer and a head, or -1 for both."
+            )
+        with self.hold_trait_notifications():
+            self.layer = layer
+            self.head = head
+
+    @property
+    def selected_attention(self) -> np.ndarray | None:
+        """float32 (queries, keys) weights of the enlarged head (no pair filter), or None."""
+        if self.layer < 0 or self.head < 0:
+            return None
+        m = self.current_matrix()
+        return np.array(
+            m.weights[m.layer_ids.index(self.layer), m.head_ids.index(self.head)],
+            dtype=np.float32,
+        )
+
+    @traitlets.validate("layer")
+    def _validate_layer(self, proposal: dict[str, Any]) -> int:
+        return self._layer_position(proposal["value"], allow_none=True)
+
+    @traitlets.validate("head")
+    def _validate_head(self, proposal: dict[str, Any]) -> int:
+        value = proposal["value"]
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            raise traitlets.TraitError(f"head must be an int, not {value!r}.")
+        if self._attention is None or value == -1:
+            return int(value)
+        ids = self.current_matrix().head_ids
+        if int(value) not in ids:
+            raise traitlets.TraitError(
+                f"head={value} is out of range: use -1 for none or one of the heads shown "
+                f"({_describe_ids(ids)})."
+            )
+        return int(value)
+
+    @traitlets.observe("layer", "head")
+    def _pair_up(self, change: dict[str, Any]) -> None:
+        # Setting one of the pair from Python opens (or closes) the enlarged
+        # view: the other follows, so (layer, head) is always both set or both -1.
+        if self._attention is None:
+            return
+        m = self.current_matrix()
+        if change["name"] == "layer":
+            if self.layer == -1 and self.head != -1:
+                self.head = -1
+            elif self.layer != -1 and self.head == -1:
+                self.head = m.head_ids[0]
+        else:
+            if self.head == -1 and self.layer != -1:
+                self.layer = -1
+            elif self.head != -1 and self.layer == -1:
+                self.layer = m.layer_ids[0]
+
+    @traitlets.observe("matrix")
+    def _on_matrix(self, change: dict[str, Any]) -> None:
+        if self._attention is None:
+            return
+        m = self.current_matrix()
+        if self.layer not in (-1, *m.layer_ids) or self.head not in (-1, *m.head_ids):
+            self.select(-1, -1)
+
+    def __repr__(self) -> str:
+        m = self.current_matrix() if self._attention else None
+        shape = f"shape={list(m.shape)}, " if m else ""
+        return f"ModelView({shape}matrix={self.matrix!r}, layer={self.layer}, head={self.head})"

@@ -1,0 +1,166 @@
+/**
+ * What HeadView and ModelView share in the page: reading their traits into a
+ * consistent picture (matrix, tokens, pair block), the matrix / pair-filter
+ * selectors, the attention store fed by preload and kernel replies, and the
+ * forced theme.
+ */
+import type { AnyModel } from "@anywidget/types";
+
+import { pairBlock, type Range } from "./attention_layout";
+import { AttentionStore, Requester } from "./attention_store";
+import type { AttentionTraits, ChunkDescriptor, MatrixInfo, PairFilter } from "./attention_types";
+import { h } from "./dom";
+import type { Binary } from "./types";
+
+export const PAIR_LABELS: Record<PairFilter, string> = {
+  all: "All",
+  "A->A": "Sentence A → Sentence A",
+  "B->B": "Sentence B → Sentence B",
+  "A->B": "Sentence A → Sentence B",
+  "B->A": "Sentence B → Sentence A",
+};
+
+/** The current matrix and the part of it the pair filter keeps. */
+export interface Shown {
+  info: MatrixInfo;
+  rowTokens: string[];
+  colTokens: string[];
+  /** Whether sentence-pair filters apply to this matrix. */
+  pairs: boolean;
+  filter: PairFilter;
+  rows: Range;
+  cols: Range;
+}
+
+export function shownOf(model: AnyModel<AttentionTraits>): Shown | null {
+  const matrices = model.get("matrices") ?? [];
+  const info = matrices.find((m) => m.key === model.get("matrix")) ?? matrices[0];
+  if (!info) return null;
+  const list = (name: string): string[] => (model.get(name === "decoder_tokens" ? "decoder_tokens" : "tokens") ?? []).map(String);
+  const split = model.get("sentence_b_start") ?? -1;
+  const pairs = split > 0 && info.rows === "tokens" && info.cols === "tokens";
+  const filter: PairFilter = pairs ? (model.get("pair_filter") ?? "all") : "all";
+  const block = pairBlock(filter, info.shape[2], info.shape[3], pairs ? split : null);
+  return { info, rowTokens: list(info.rows), colTokens: list(info.cols), pairs, filter, ...block };
+}
+
+/** A labelled <select>; `onChange` gets the chosen option's value. */
+export function select(label: string, className: string, onChange: (value: string) => void): { wrap: HTMLElement; el: HTMLSelectElement } {
+  const el = h("select", { className });
+  el.addEventListener("change", () => onChange(el.value));
+  const wrap = h("label", { className: "attnw-control" }, [h("span", { text: `${label} ` }), el]);
+  return { wrap, el };
+}
+
+/** Set a select's options (value, text) only when they differ, then its value. */
+export function setOptions(el: HTMLSelectElement, options: readonly [string, string][], value: string): void {
+  const current = Array.from(el.options, (o) => [o.value, o.text]);
+  if (JSON.stringify(current) !== JSON.stringify(options)) {
+    el.replaceChildren(...options.map(([v, text]) => h("option", { text, attrs: { value: v } })));
+  }
+  el.value = value;
+}
+
+/** Matrix and pair-filter selectors, kept in step with the model. */
+export function attentionControls(
+  model: AnyModel<AttentionTraits>,
+  onChange: (patch: { matrix?: string; pair_filter?: PairFilter }) => void,
+) {
+  const matrix = select("Attention:", "attnw-matrix", (key) => onChange({ matrix: key }));
+  const filter = select("Filter:", "attnw-filter", (value) => onChange({ pair_filter: value as PairFilter }));
+  const sync = (shown: Shown | null): void => {
+    const matrices = model.get("matrices") ?? [];
+    setOptions(matrix.el, matrices.map((m) => [m.key, m.label]), shown?.info.key ?? "");
+    matrix.wrap.hidden = matrices.length < 2;
+    const split = model.get("sentence_b_start") ?? -1;
+    setOptions(filter.el, (Object.keys(PAIR_LABELS) as PairFilter[]).map((k) => [k, PAIR_LABELS[k]]), shown?.filter ?? "all");
+    filter.wrap.hidden = split <= 0;
+    // Cross/decoder attention has no sentence pair: the filter stays visible but off.
+    filter.el.disabled = !shown?.pairs;
+  };
+  return { elements: [matrix.wrap, filter.wrap], sync };
+}
+
+/**
+ * The store of a view's attention: filled from the `preload` trait, then
+ * from kernel replies (`msg:custom`); `onData` runs after each reply and
+ * `onError` when the kernel could not serve a request.
+ */
+export function attentionFeed(
+  model: AnyModel<AttentionTraits>,
+  onData: () => void,
+  onError: (message: string) => void,
+): { store: () => AttentionStore; requester: Requester; dispose: () => void } {
+  let store = new AttentionStore([]);
+  // A page without a kernel (an exported HTML file) drops requests: say so
+  // instead of "loading" forever.
+  let replies = 0;
+  const timers = new Set<ReturnType<typeof setTimeout>>();
+  const requester = new Requester((content) => {
+    model.send(content);
+    const before = replies;
+    const timer = setTimeout(() => {
+      timers.delete(timer);
+      if (replies === before) onError(NO_REPLY_TEXT);
+    }, NO_REPLY_MS);
+    timers.add(timer);
+  });
+  const reload = (): void => {
+    store = new AttentionStore(model.get("matrices") ?? []);
+    requester.reset();
+    try {
+      store.ingestIndexed(model.get("preload"), model.get("preload_index") ?? []);
+    } catch (error) {
+      onError(error instanceof Error ? error.message : String(error));
+    }
+  };
+  const onMessage = (content: unknown, buffers?: readonly Binary[]): void => {
+    const msg = content as { type?: string; message?: string };
+    replies += 1;
+    if (msg?.type === "attention") {
+      try {
+        const buffer = buffers?.[0];
+        if (!buffer) throw new RangeError("attention reply without its data buffer");
+        store.ingest(content as ChunkDescriptor, buffer);
+      } catch (error) {
+        onError(error instanceof Error ? error.message : String(error));
+        return;
+      }
+      onData();
+    } else if (msg?.type === "error") {
+      requester.reset(); // allow a retry on the next navigation
+      onError(String(msg.message ?? "the kernel could not send this attention"));
+    }
+  };
+  const onStructure = (): void => {
+    reload();
+    onData();
+  };
+  reload();
+  model.on("msg:custom", onMessage);
+  model.on("change:preload", onStructure);
+  model.on("change:matrices", onStructure);
+  return {
+    store: () => store,
+    requester,
+    dispose: () => {
+      for (const timer of timers) clearTimeout(timer);
+      model.off("msg:custom", onMessage);
+      model.off("change:preload", onStructure);
+      model.off("change:matrices", onStructure);
+    },
+  };
+}
+
+/** Apply the `theme` trait: "auto" follows the host's CSS variables. */
+export function applyTheme(root: HTMLElement, theme: string | undefined): void {
+  if (theme === "light" || theme === "dark") root.dataset.theme = theme;
+  else delete root.dataset.theme;
+}
+
+/** Status text when attention is awaited from the kernel. */
+export const LOADING_TEXT = "Loading attention from the kernel…";
+const NO_REPLY_MS = 10000;
+const NO_REPLY_TEXT =
+  "no reply from the kernel for this attention. If this page is a saved export, it holds only " +
+  "the attention that was loaded when it was saved; rerun the notebook to explore the rest.";

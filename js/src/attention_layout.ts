@@ -1,0 +1,178 @@
+/**
+ * Pure helpers of the attention views (no DOM, unit-tested in node): head
+ * colours, sentence-pair blocks, grouping lines by opacity, thumbnail bins,
+ * and the model view's grid geometry.
+ */
+import type { PairFilter } from "./attention_types";
+
+/**
+ * Head colours, colour-blind safe: Okabe & Ito's eight (black swapped for
+ * grey so it shows on dark themes too), then Paul Tol's "muted" set. Beyond
+ * 17 heads the colours repeat; head boxes also carry the head's number.
+ */
+export const HEAD_COLORS: readonly string[] = [
+  "#e69f00", "#56b4e9", "#009e73", "#f0e442", "#0072b2", "#d55e00", "#cc79a7", "#999999",
+  "#cc6677", "#332288", "#ddcc77", "#117733", "#88ccee", "#882255", "#44aa99", "#999933", "#aa4499",
+];
+
+/** Colour of the head at position `i` (positions, not ids, so colours stay stable per view). */
+export function headColor(i: number): string {
+  return HEAD_COLORS[((i % HEAD_COLORS.length) + HEAD_COLORS.length) % HEAD_COLORS.length] as string;
+}
+
+/** A half-open index range [start, stop). */
+export type Range = readonly [number, number];
+
+/** The query rows and key columns a pair filter keeps (bertviz's A->B blocks). */
+export function pairBlock(filter: PairFilter, rows: number, cols: number, split: number | null): { rows: Range; cols: Range } {
+  if (filter === "all" || split === null || split <= 0) return { rows: [0, rows], cols: [0, cols] };
+  const [query, key] = filter.split("->") as ["A" | "B", "A" | "B"];
+  const part = (side: "A" | "B", size: number): Range => (side === "A" ? [0, Math.min(split, size)] : [Math.min(split, size), size]);
+  return { rows: part(query, rows), cols: part(key, cols) };
+}
+
+/** 8-bit alpha level of an opacity: 0 (not drawn) .. 255. */
+export function alphaLevel(opacity: number): number {
+  if (!(opacity > 0)) return 0; // also NaN
+  return opacity >= 1 ? 255 : Math.round(opacity * 255);
+}
+
+/** What a hovered or pinned token restricts the lines to (local indices in the block). */
+export interface Focus {
+  side: "query" | "key";
+  index: number;
+}
+
+/**
+ * Lines of one head, grouped by alpha level so each level is one canvas path:
+ * `items[starts[k] .. starts[k + 1])` are the lines of level k, each as a
+ * local flat index i * blockCols + j. Level 0 (fainter than 1/510) is dropped.
+ */
+export interface LineBuckets {
+  blockRows: number;
+  blockCols: number;
+  starts: Int32Array; // 257 entries
+  items: Int32Array;
+  /** Lines drawn (all levels >= 1). */
+  count: number;
+}
+
+/**
+ * Group the lines of a head's block by alpha level.
+ *
+ * @param weights the head's (rows × cols) weights, row-major, stride `stride`
+ * @param rows, cols the block (pair filter) in matrix coordinates
+ * @param scale opacity = weight × scale (1 / heads shown, as bertviz does)
+ * @param focus only the lines of this query (or into this key), if given
+ */
+export function bucketLines(
+  weights: ArrayLike<number>,
+  stride: number,
+  rows: Range,
+  cols: Range,
+  scale: number,
+  focus: Focus | null = null,
+): LineBuckets {
+  const blockRows = Math.max(0, rows[1] - rows[0]);
+  const blockCols = Math.max(0, cols[1] - cols[0]);
+  const i0 = focus?.side === "query" ? focus.index : 0;
+  const i1 = focus?.side === "query" ? Math.min(blockRows, focus.index + 1) : blockRows;
+  const j0 = focus?.side === "key" ? focus.index : 0;
+  const j1 = focus?.side === "key" ? Math.min(blockCols, focus.index + 1) : blockCols;
+  const counts = new Int32Array(256);
+  const levels = new Uint8Array(Math.max(0, (i1 - i0) * (j1 - j0)));
+  let t = 0;
+  for (let i = i0; i < i1; i++) {
+    const base = (rows[0] + i) * stride + cols[0];
+    for (let j = j0; j < j1; j++, t++) {
+      const level = alphaLevel((weights[base + j] as number) * scale);
+      levels[t] = level;
+      counts[level]! += 1;
+    }
+  }
+  const starts = new Int32Array(257);
+  for (let k = 1; k < 256; k++) starts[k + 1] = starts[k]! + counts[k]!;
+  starts[1] = 0;
+  const count = starts[256]!;
+  const items = new Int32Array(count);
+  const next = starts.slice(0, 256);
+  t = 0;
+  for (let i = i0; i < i1; i++) {
+    for (let j = j0; j < j1; j++, t++) {
+      const level = levels[t]!;
+      if (level > 0) items[next[level]!++] = i * blockCols + j;
+    }
+  }
+  return { blockRows, blockCols, starts, items, count };
+}
+
+/**
+ * The lowest alpha level to draw so that at most `budget` lines are drawn
+ * over all `buckets` (the strongest lines are kept; ties at the cut level are
+ * dropped together). 1 when everything fits. Canvas cost grows with the
+ * pixels lines cover, so dense views draw their strongest lines only.
+ */
+export function levelCutoff(buckets: readonly LineBuckets[], budget: number): number {
+  let total = 0;
+  for (let level = 255; level >= 1; level--) {
+    for (const b of buckets) total += b.starts[level + 1]! - b.starts[level]!;
+    if (total > budget) return level + 1;
+  }
+  return 1;
+}
+
+/** The bins [k0, k1) that lie inside tokens [t0, t1) (edges: bin k = edges[k]..edges[k+1]). */
+export function binsWithin(edges: readonly number[], tokens: Range): Range {
+  let k0 = 0;
+  while (k0 < edges.length - 1 && (edges[k0] as number) < tokens[0]) k0++;
+  let k1 = k0;
+  while (k1 < edges.length - 1 && (edges[k1 + 1] as number) <= tokens[1]) k1++;
+  return [k0, k1];
+}
+
+/**
+ * Vertical centre of bin k, for bins laid out proportionally to their tokens
+ * over [top, top + height), counting tokens from `t0` of a span of `span` tokens.
+ */
+export function binCenter(edges: readonly number[], k: number, t0: number, span: number, top: number, height: number): number {
+  const mid = ((edges[k] as number) + (edges[k + 1] as number)) / 2 - t0;
+  return top + (span > 0 ? (mid / span) * height : height / 2);
+}
+
+/** Where the model view's thumbnails lie on its canvas (CSS pixels). */
+export interface GridGeometry {
+  layers: number;
+  heads: number;
+  /** Width of the row labels / height of the column labels. */
+  labelWidth: number;
+  labelHeight: number;
+  /** Thumbnail side and the gap between thumbnails. */
+  cell: number;
+  gap: number;
+}
+
+export function gridSize(g: GridGeometry): { width: number; height: number } {
+  return { width: g.labelWidth + g.heads * (g.cell + g.gap), height: g.labelHeight + g.layers * (g.cell + g.gap) };
+}
+
+/** Top-left corner of thumbnail (layer position, head position). */
+export function cellOrigin(g: GridGeometry, layer: number, head: number): { x: number; y: number } {
+  return { x: g.labelWidth + head * (g.cell + g.gap), y: g.labelHeight + layer * (g.cell + g.gap) };
+}
+
+/** The thumbnail under a point, or null (labels, gaps, outside). */
+export function cellAt(g: GridGeometry, x: number, y: number): { layer: number; head: number } | null {
+  const fx = (x - g.labelWidth) / (g.cell + g.gap);
+  const fy = (y - g.labelHeight) / (g.cell + g.gap);
+  const head = Math.floor(fx);
+  const layer = Math.floor(fy);
+  if (head < 0 || layer < 0 || head >= g.heads || layer >= g.layers) return null;
+  if ((fx - head) * (g.cell + g.gap) > g.cell || (fy - layer) * (g.cell + g.gap) > g.cell) return null;
+  return { layer, head };
+}
+
+/** Row height (CSS px) for n tokens: readable, but the canvas stays under browsers' size limits. */
+export function rowHeightFor(n: number, preferred = 20, maxCanvas = 30000): number {
+  if (n <= 0) return preferred;
+  return Math.max(4, Math.min(preferred, Math.floor(maxCanvas / n)));
+}

@@ -1,0 +1,306 @@
+/**
+ * ModelView (traits: ModelTraits in attention_types.ts): every layer × head
+ * as a thumbnail line drawing on ONE canvas; click a thumbnail to enlarge it
+ * (sets `layer` and `head`), hover a token in the enlarged view to see only
+ * its lines.
+ *
+ * Thumbnails come from the pooled `thumbs` trait (exact up to 48 tokens);
+ * the enlarged head from its full attention, requested from the kernel when
+ * the page lacks it.
+ *
+ * Test hooks: the root's data-state, data-layer, data-head; the grid's
+ * data-lines (lines drawn in all thumbnails); the enlarged panel's data-lines
+ * and data-focus.
+ */
+import type { AnyModel } from "@anywidget/types";
+
+import { applyTheme, attentionControls, attentionFeed, LOADING_TEXT, shownOf, type Shown } from "./attention_common";
+import {
+  binCenter,
+  binsWithin,
+  bucketLines,
+  cellAt,
+  cellOrigin,
+  gridSize,
+  headColor,
+  levelCutoff,
+  type GridGeometry,
+} from "./attention_layout";
+import { LinePanel, strokeLines } from "./attention_lines";
+import styles from "./attention.css";
+import type { ModelTraits, ThumbIndex } from "./attention_types";
+import { asBytes } from "./buffers";
+import { h, styleElement } from "./dom";
+import { decodeFloat16Bits, widen } from "./float16";
+import baseStyles from "./styles.css";
+
+type Model = AnyModel<ModelTraits>;
+
+const DETAIL_WIDTH = 220;
+/** Most lines per thumbnail (the strongest): keeps big grids quick to draw. */
+const THUMB_LINE_BUDGET = 400;
+
+interface Thumbs {
+  index: ThumbIndex;
+  /** (L, H, row bins, col bins) float32. */
+  values: Float32Array;
+}
+
+export function renderModelView({ model, el }: { model: Model; el: HTMLElement }): () => void {
+  const root = h("div", {
+    className: "attnw attnw-attention attnw-modelview",
+    attrs: { tabindex: 0, role: "group", "aria-label": "Attention of every layer and head", "data-state": "loading" },
+  });
+  const save = (patch: Partial<Omit<ModelTraits, "_view">>): void => {
+    // One save for all keys: the kernel validates them together.
+    for (const [key, value] of Object.entries(patch)) model.set(key as keyof ModelTraits, value as never);
+    model.save_changes();
+  };
+  const controls = attentionControls(model, (patch) => save(patch));
+  const canvas = h("canvas", { className: "attnw-thumbs", attrs: { role: "img", "aria-label": "Layer by head thumbnails" } });
+  const hoverBox = h("div", { className: "attnw-cell-hover", attrs: { hidden: true } });
+  const selectedBox = h("div", { className: "attnw-cell-selected", attrs: { hidden: true } });
+  const grid = h("div", { className: "attnw-grid-wrap", attrs: { "data-lines": 0 } }, [canvas, hoverBox, selectedBox]);
+  const detailTitle = h("span", { className: "attnw-detail-title" });
+  const close = h("button", { className: "attnw-close", text: "×", attrs: { type: "button", title: "Close (Esc)", "aria-label": "Close" } });
+  const panel = new LinePanel(DETAIL_WIDTH, () => {});
+  const detailStatus = h("div", { className: "attnw-status" });
+  const detail = h("div", { className: "attnw-detail", attrs: { hidden: true } }, [
+    h("div", { className: "attnw-detail-head" }, [detailTitle, close]),
+    h("div", { className: "attnw-scroll-y" }, [panel.el]),
+    panel.note,
+    detailStatus,
+  ]);
+  const status = h("div", { className: "attnw-status", attrs: { "aria-live": "polite" } });
+  root.append(
+    styleElement(baseStyles),
+    styleElement(styles),
+    h("div", { className: "attnw-controls" }, controls.elements),
+    h("div", { className: "attnw-model-body" }, [h("div", { className: "attnw-scroll-xy" }, [grid]), detail]),
+    status,
+  );
+  el.appendChild(root);
+
+  let error = "";
+  const feed = attentionFeed(model, () => schedule(), (message) => {
+    error = message;
+    schedule();
+  });
+
+  // Thumbnails, decoded once per `thumbs` value.
+  let thumbs = new Map<string, Thumbs>();
+  const decodeThumbs = (): void => {
+    thumbs = new Map();
+    const data = model.get("thumbs");
+    if (!data) return;
+    const bytes = asBytes(data);
+    for (const index of model.get("thumb_index") ?? []) {
+      const part = bytes.subarray(index.offset, index.offset + index.nbytes);
+      thumbs.set(index.matrix, { index, values: widen(decodeFloat16Bits(part, "thumbs")) });
+    }
+  };
+
+  let geometry: GridGeometry | null = null;
+  let gridKey = "";
+
+  const drawGrid = (shown: Shown): void => {
+    const { info } = shown;
+    const t = thumbs.get(info.key);
+    const [layers, heads] = info.shape;
+    const cell = heads > 16 ? 48 : 72;
+    const g: GridGeometry = { layers, heads, labelWidth: 34, labelHeight: 18, cell, gap: 6 };
+    const key = JSON.stringify([info.key, shown.filter, info.shape, model.get("theme"), t?.index.offset]);
+    geometry = g;
+    if (key === gridKey) return;
+    gridKey = key;
+    const { width, height } = gridSize(g);
+    const dpr = Math.max(1, Math.min(globalThis.devicePixelRatio || 1, 16000 / Math.max(width, height)));
+    canvas.width = Math.round(width * dpr);
+    canvas.height = Math.round(height * dpr);
+    canvas.style.width = `${width}px`;
+    canvas.style.height = `${height}px`;
+    const ctx = canvas.getContext("2d");
+    if (!ctx) return;
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    ctx.clearRect(0, 0, width, height);
+    const style = getComputedStyle(root);
+    ctx.fillStyle = style.color || "#888";
+    ctx.font = `11px ${style.fontFamily || "sans-serif"}`;
+    ctx.textAlign = "center";
+    ctx.textBaseline = "middle";
+    info.head_ids.forEach((id, hpos) => ctx.fillText(String(id), cellOrigin(g, 0, hpos).x + cell / 2, g.labelHeight / 2));
+    ctx.textAlign = "right";
+    info.layer_ids.forEach((id, lpos) => ctx.fillText(String(id), g.labelWidth - 6, cellOrigin(g, lpos, 0).y + cell / 2));
+    let drawn = 0;
+    if (t) {
+      const { row_edges: re, col_edges: ce } = t.index;
+      const br = re.length - 1;
+      const bc = ce.length - 1;
+      const rowBins = binsWithin(re, shown.rows);
+      const colBins = binsWithin(ce, shown.cols);
+      const rowSpan = shown.rows[1] - shown.rows[0];
+      const colSpan = shown.cols[1] - shown.cols[0];
+      const pad = 4;
+      const inner = cell - 2 * pad;
+      // Bin centres once (the same in every thumbnail).
+      const ys0 = Float32Array.from({ length: br }, (_, k) => binCenter(re, k, shown.rows[0], rowSpan, pad, inner));
+      const ys1 = Float32Array.from({ length: bc }, (_, k) => binCenter(ce, k, shown.cols[0], colSpan, pad, inner));
+      ctx.lineWidth = 1;
+      for (let l = 0; l < layers; l++) {
+        for (let hp = 0; hp < heads; hp++) {
+          const o = cellOrigin(g, l, hp);
+          const values = t.values.subarray((l * heads + hp) * br * bc, (l * heads + hp + 1) * br * bc);
+          const buckets = bucketLines(values, bc, rowBins, colBins, 1);
+          ctx.strokeStyle = headColor(hp);
+          drawn += strokeLines(
+            ctx,
+            buckets,
+            levelCutoff([buckets], THUMB_LINE_BUDGET),
+            o.x + pad,
+            o.x + cell - pad,
+            (i) => o.y + ys0[rowBins[0] + i]!,
+            (j) => o.y + ys1[colBins[0] + j]!,
+          );
+        }
+      }
+    }
+    grid.dataset.lines = String(drawn);
+  };
+
+  const place = (box: HTMLElement, at: { layer: number; head: number } | null): void => {
+    if (!geometry || !at) {
+      box.hidden = true;
+      return;
+    }
+    const o = cellOrigin(geometry, at.layer, at.head);
+    box.hidden = false;
+    box.style.left = `${o.x - 2}px`;
+    box.style.top = `${o.y - 2}px`;
+    box.style.width = `${geometry.cell + 4}px`;
+    box.style.height = `${geometry.cell + 4}px`;
+  };
+
+  const update = (): void => {
+    applyTheme(root, model.get("theme"));
+    const shown = shownOf(model);
+    controls.sync(shown);
+    if (!shown) {
+      root.dataset.state = "error";
+      status.textContent = "No attention to show.";
+      return;
+    }
+    drawGrid(shown);
+    const { info } = shown;
+    const layerPos = info.layer_ids.indexOf(model.get("layer"));
+    const headPos = info.head_ids.indexOf(model.get("head"));
+    const open = layerPos >= 0 && headPos >= 0;
+    root.dataset.layer = String(open ? info.layer_ids[layerPos] : -1);
+    root.dataset.head = String(open ? info.head_ids[headPos] : -1);
+    place(selectedBox, open ? { layer: layerPos, head: headPos } : null);
+    detail.hidden = !open;
+    root.dataset.state = "ready";
+    status.textContent = open
+      ? "Click another thumbnail to enlarge it; click it again or × to close."
+      : "Click a thumbnail to enlarge that head (rows: layers, columns: heads).";
+    if (!open) {
+      panel.setData(null);
+      return;
+    }
+    detailTitle.textContent = `Layer ${info.layer_ids[layerPos]}, head ${info.head_ids[headPos]}`;
+    panel.setTokens(shown.rowTokens.slice(...shown.rows), shown.colTokens.slice(...shown.cols), shown.rows, shown.cols);
+    const weights = feed.store().weights(info.key, layerPos, headPos);
+    if (!weights) {
+      feed.requester.ask(info.key, layerPos, headPos);
+      panel.setData(null);
+      root.dataset.state = error ? "error" : "loading";
+      detailStatus.textContent = error ? `attnwidget: ${error}` : LOADING_TEXT;
+      return;
+    }
+    error = "";
+    detailStatus.textContent = "Hover a token to see only its lines.";
+    panel.setData({
+      stride: info.shape[3],
+      rows: shown.rows,
+      cols: shown.cols,
+      heads: [{ id: info.head_ids[headPos]!, color: headColor(headPos), weights }],
+      scale: 1,
+      causal: info.causal,
+    });
+  };
+
+  let pending = false;
+  const schedule = (): void => {
+    if (pending) return;
+    pending = true;
+    queueMicrotask(() => {
+      pending = false;
+      try {
+        update();
+      } catch (err) {
+        root.dataset.state = "error";
+        status.textContent = `attnwidget: cannot draw this view: ${err instanceof Error ? err.message : String(err)}`;
+        console.error("attnwidget model view:", err);
+      }
+    });
+  };
+
+  const cellOf = (event: MouseEvent): { layer: number; head: number } | null => {
+    if (!geometry) return null;
+    const rect = canvas.getBoundingClientRect();
+    return cellAt(geometry, event.clientX - rect.left, event.clientY - rect.top);
+  };
+  const onMove = (event: MouseEvent): void => {
+    const at = cellOf(event);
+    place(hoverBox, at);
+    const info = shownOf(model)?.info;
+    canvas.title = at && info ? `Layer ${info.layer_ids[at.layer]}, head ${info.head_ids[at.head]} (click to enlarge)` : "";
+  };
+  const onLeave = (): void => place(hoverBox, null);
+  const onClick = (event: MouseEvent): void => {
+    const at = cellOf(event);
+    const info = shownOf(model)?.info;
+    if (!at || !info) return;
+    const layer = info.layer_ids[at.layer]!;
+    const head = info.head_ids[at.head]!;
+    const same = model.get("layer") === layer && model.get("head") === head;
+    save(same ? { layer: -1, head: -1 } : { layer, head });
+  };
+  const onClose = (): void => save({ layer: -1, head: -1 });
+  const onKey = (event: KeyboardEvent): void => {
+    if (event.key === "Escape" && model.get("layer") !== -1) {
+      event.preventDefault();
+      onClose();
+    }
+  };
+  const onThumbs = (): void => {
+    decodeThumbs();
+    gridKey = "";
+    schedule();
+  };
+
+  const TRAITS = ["matrix", "pair_filter", "layer", "head", "theme", "tokens", "decoder_tokens", "matrices", "sentence_b_start"];
+  for (const name of TRAITS) model.on(`change:${name}`, schedule);
+  model.on("change:thumbs", onThumbs);
+  model.on("change:thumb_index", onThumbs);
+  canvas.addEventListener("mousemove", onMove);
+  canvas.addEventListener("mouseleave", onLeave);
+  canvas.addEventListener("click", onClick);
+  close.addEventListener("click", onClose);
+  root.addEventListener("keydown", onKey);
+  decodeThumbs();
+  update();
+
+  return () => {
+    for (const name of TRAITS) model.off(`change:${name}`, schedule);
+    model.off("change:thumbs", onThumbs);
+    model.off("change:thumb_index", onThumbs);
+    feed.dispose();
+    canvas.removeEventListener("mousemove", onMove);
+    canvas.removeEventListener("mouseleave", onLeave);
+    canvas.removeEventListener("click", onClick);
+    close.removeEventListener("click", onClose);
+    root.removeEventListener("keydown", onKey);
+    panel.destroy();
+    root.remove();
+  };
+}
