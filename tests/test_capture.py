@@ -206,6 +206,9 @@ def test_encoder_decoder_query_reads_through_cross_attention() -> None:
     assert exp.query_index == len(decoder_ids)
     weights = exp.cross_attentions[-1].mean(0)[exp.query_index]
     assert np.allclose(exp.scores["raw"], weights @ exp.attentions[-1].mean(0), atol=1e-5)
+    flows = attnwidget.explain(model, tokenizer, TEXT, decoder_text="the keys", methods=["flow"])
+    every_row = attnwidget.attention_flow(exp.attentions.astype(np.float64))
+    assert np.allclose(flows.scores["flow"], weights @ every_row, atol=1e-5)
 
 
 def test_bfloat16_model_returns_float32_numpy() -> None:
