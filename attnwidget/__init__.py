@@ -44,6 +44,8 @@ __all__ = [
     "AttentionShapeError",
     "AttnWidgetError",
     "Explanation",
+    "Explorer",
+    "FlowView",
     "HeadView",
     "InputError",
     "ModelNotSupportedError",
@@ -70,7 +72,15 @@ __all__ = [
 ]
 
 
-_VIEWS = ("SaliencyView", "HeadView", "ModelView", "head_view", "model_view")
+_VIEWS = (
+    "Explorer",
+    "FlowView",
+    "HeadView",
+    "ModelView",
+    "SaliencyView",
+    "head_view",
+    "model_view",
+)
 
 
 def __getattr__(name: str) -> Any:

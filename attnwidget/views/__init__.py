@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from ._base import BUNDLE, BundleMissingError
 from .compat import head_view, model_view
+from .explorer import Explorer
+from .flow_view import FlowView
 from .head_view import HeadView
 from .model_view import ModelView
 from .saliency import SaliencyView
@@ -15,6 +17,8 @@ from .saliency import SaliencyView
 __all__ = [
     "BUNDLE",
     "BundleMissingError",
+    "Explorer",
+    "FlowView",
     "HeadView",
     "ModelView",
     "SaliencyView",

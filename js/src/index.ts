@@ -9,6 +9,9 @@ import { renderSaliency } from "./saliency";
 import { renderHeadView } from "./head_view";
 import { renderModelView } from "./model_view";
 import type { HeadTraits, ModelTraits } from "./attention_types";
+// FlowView (flow_*.ts)
+import { renderFlowView } from "./flow_view";
+import type { FlowTraits } from "./flow_types";
 import { mountWhenReady, renderStandalone as renderPayload, type StandaloneView } from "./standalone";
 import { withToolbar } from "./toolbar";
 import type { BaseTraits, SaliencyTraits } from "./types";
@@ -21,6 +24,7 @@ const VIEWS: Record<string, ViewRenderer> = {
   saliency: (props) => renderSaliency(props as { model: AnyModel<SaliencyTraits>; el: HTMLElement }),
   head: (props) => renderHeadView(props as { model: AnyModel<HeadTraits>; el: HTMLElement }),
   model: (props) => renderModelView(props as { model: AnyModel<ModelTraits>; el: HTMLElement }),
+  flow: (props) => renderFlowView(props as { model: AnyModel<FlowTraits>; el: HTMLElement }),
 };
 
 function render({ model, el }: RenderProps<BaseTraits>): Cleanup | void {

@@ -1,0 +1,312 @@
+"""Explorer: one text, every view, re-explained as the text changes.
+
+An ipywidgets composition (no front-end code of its own): a text box, a
+target picker (the model's labels, or the predicted next/masked token and its
+runners-up), a method picker, and the views in tabs: SaliencyView, FlowView,
+and HeadView / ModelView when this installation has them. Editing the text
+(Enter or leaving the box) or choosing another target runs
+:func:`attnwidget.explain` again and every view is updated in place (each
+view's ``set_explanation``; a view without one is rebuilt).
+
+Bad input (empty text, text longer than the model accepts, an unknown
+target) is reported in the Explorer's status line as plain text; the views
+keep showing the previous explanation.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import ipywidgets as widgets
+import numpy as np
+
+from ..capture.kinds import ENCODER, model_kind
+from ..explain import DEFAULT_METHODS, explain
+from ..explanation import Explanation
+from .flow_view import FlowView
+from .saliency import SaliencyView
+
+log = logging.getLogger(__name__)
+
+#: How many of the model's most probable tokens the target picker offers (LMs).
+TOP_TOKENS = 5
+#: Status-line colours (Okabe–Ito vermillion for errors reads on light and dark).
+ERROR_COLOR = "#d55e00"
+#: The target picker's "explain the prediction" choice.
+PREDICTED = "predicted"
+
+_PREDICTED_VALUE = ("__predicted__",)  # a sentinel no label or token id can equal
+
+
+class Explorer(widgets.VBox):
+    """Explain one text with every view, and re-explain it as you edit.
+
+    Args:
+        model, tokenizer: a Hugging Face model with a head and its tokenizer
+            (as for :func:`attnwidget.explain`).
+        text: the initial text ("" shows an empty Explorer waiting for text).
+        methods: the methods :func:`attnwidget.explain` computes (default
+            :data:`attnwidget.DEFAULT_METHODS`); SaliencyView shows them all.
+        target: the initial target (label name or index for classifiers, token
+            string or id for language models); None = the prediction.
+        method: the FlowView's initial method.
+
+    Attributes:
+        text_box, target_picker, method_picker, status: the controls.
+        views: the views by name ("saliency", "flow", "head", "model").
+
+    Example::
+
+        explorer = Explorer(model, tokenizer, "the keys to the cabinet")
+        explorer                      # type in the box, press Enter
+        explorer.text = "the key to the cabinets"   # the same from Python
+        explorer.explanation, explorer.error
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        text: str = "",
+        *,
+        methods: Sequence[str] | None = None,
+        target: Any = None,
+        method: str = "rollout",
+        **kwargs: Any,
+    ) -> None:
+        self._model = model
+        self._tokenizer = tokenizer
+        self._methods = list(DEFAULT_METHODS if methods is None else methods)
+        self._kind = model_kind(model)
+        self._explanation: Explanation | None = None
+        self._error = ""
+        self._busy = False  # guards observers while the controls are set from here
+        self._flow_method = method
+        self.views: dict[str, widgets.Widget] = {}
+
+        self.text_box = widgets.Text(
+            value=text,
+            placeholder="Type a text, then press Enter",
+            continuous_update=False,  # sync on Enter / blur, not on every key
+            description="Text:",
+            layout=widgets.Layout(width="100%"),
+        )
+        self.text_box.add_class("attnw-explorer-text")
+        self.run_button = widgets.Button(description="Explain", tooltip="Explain the text again")
+        self.target_picker = widgets.Dropdown(description="Target:", options=self._targets(None))
+        self.method_picker = widgets.Dropdown(description="Paths:", options=[method], value=method)
+        self.status = widgets.Label(value="")
+        self.status.add_class("attnw-explorer-status")
+        self.tabs = widgets.Tab()
+        controls = widgets.HBox([self.target_picker, self.method_picker, self.run_button])
+        super().__init__(
+            children=[self.text_box, controls, self.status, self.tabs],
+            **kwargs,
+        )
+        self.add_class("attnw-explorer")
+
+        if target is not None:
+            self._set_target_options(None, extra=target)
+        self.text_box.observe(self._on_text, names="value")
+        self.target_picker.observe(self._on_target, names="value")
+        self.method_picker.observe(self._on_method, names="value")
+        self.run_button.on_click(lambda _button: self.run())
+        if text.strip():
+            self.run()
+        else:
+            self._set_status("Type a text and press Enter to explain it.")
+
+    # -- public API -------------------------------------------------------------
+
+    @property
+    def text(self) -> str:
+        return str(self.text_box.value)
+
+    @text.setter
+    def text(self, value: str) -> None:
+        if value == self.text_box.value:
+            self.run()
+        else:
+            self.text_box.value = value  # the observer re-runs
+
+    @property
+    def target(self) -> Any:
+        """The chosen target (None: the prediction)."""
+        value = self.target_picker.value
+        return None if value == _PREDICTED_VALUE else value
+
+    @target.setter
+    def target(self, value: Any) -> None:
+        self._set_target_options(self._explanation, extra=value)
+        self.run()
+
+    @property
+    def explanation(self) -> Explanation | None:
+        """The explanation the views show (the last one that succeeded)."""
+        return self._explanation
+
+    @property
+    def error(self) -> str:
+        """The last run's error message, "" when it succeeded."""
+        return self._error
+
+    def run(self) -> Explanation | None:
+        """Explain the current text for the current target and update every view.
+
+        Returns the new explanation, or None when the input was rejected (the
+        reason is in :attr:`error` and the status line; the views are kept).
+        """
+        text = self.text
+        if not text.strip():
+            return self._fail("Type some text to explain (the text box is empty).")
+        self._set_status("Explaining…")
+        try:
+            explanation = explain(
+                self._model, self._tokenizer, text, target=self.target, methods=self._methods
+            )
+        except Exception as error:  # shown, never raised into the widget's void
+            log.info("attnwidget Explorer: explain failed: %s", error, exc_info=True)
+            return self._fail(_message(error))
+        try:
+            self._show(explanation)
+        except Exception as error:
+            log.warning("attnwidget Explorer: a view failed: %s", error, exc_info=True)
+            return self._fail(f"cannot show this explanation: {_message(error)}")
+        self._explanation = explanation
+        self._error = ""
+        self._set_status(_summary(explanation))
+        return explanation
+
+    # -- internals ----------------------------------------------------------------
+
+    def _fail(self, message: str) -> None:
+        self._error = message
+        kept = " (the views still show the previous text)" if self._explanation else ""
+        self._set_status(f"Error: {message}{kept}", error=True)
+        return None
+
+    def _set_status(self, text: str, *, error: bool = False) -> None:
+        self.status.value = text
+        self.status.style.text_color = ERROR_COLOR if error else None
+
+    def _show(self, explanation: Explanation) -> None:
+        """Create the views on first use, else hand them the new explanation."""
+        views_module = importlib.import_module(__package__ or "attnwidget.views")
+        if not self.views:
+            self.views["saliency"] = SaliencyView(explanation)
+            flow = FlowView(explanation, method=self._flow_method)
+            self.views["flow"] = flow
+            flow.observe(self._on_flow_method, names="method")
+            flow.observe(self._on_flow_selection, names=["selected_layer", "selected_token"])
+            self.views["saliency"].observe(self._on_saliency_selection, names="selected_token")
+            for name, cls_name in (("head", "HeadView"), ("model", "ModelView")):
+                cls = getattr(views_module, cls_name, None)
+                if cls is not None:
+                    self.views[name] = cls(explanation)
+        else:
+            for name, view in list(self.views.items()):
+                if hasattr(view, "set_explanation"):
+                    view.set_explanation(explanation)
+                else:  # a view without set_explanation is rebuilt
+                    self.views[name] = type(view)(explanation)
+        self.tabs.children = list(self.views.values())
+        self.tabs.titles = [_TITLES.get(name, name) for name in self.views]
+        self._busy = True
+        try:
+            flow = self.views["flow"]
+            self.method_picker.options = list(flow.methods)
+            self.method_picker.value = flow.method
+            self._set_target_options(explanation, extra=self.target)
+        finally:
+            self._busy = False
+
+    def _targets(self, explanation: Explanation | None, extra: Any = None) -> list[tuple[str, Any]]:
+        """(label, value) choices: the prediction, then labels or likely tokens."""
+        options: list[tuple[str, Any]] = [(PREDICTED, _PREDICTED_VALUE)]
+        config = getattr(self._model, "config", None)
+        if self._kind == ENCODER:
+            id2label = getattr(config, "id2label", None) or {}
+            for index in sorted(id2label):
+                options.append((str(id2label[index]), str(id2label[index])))
+        elif explanation is not None and explanation.probabilities is not None:
+            probs = np.asarray(explanation.probabilities)
+            for token_id in np.argsort(-probs, kind="stable")[:TOP_TOKENS]:
+                token = self._tokenizer.convert_ids_to_tokens(int(token_id))
+                options.append((f"{token} (p = {probs[token_id]:.3g})", int(token_id)))
+        if extra is not None and extra not in [value for _, value in options]:
+            options.append((str(extra), extra))
+        return options
+
+    def _set_target_options(self, explanation: Explanation | None, extra: Any = None) -> None:
+        busy, self._busy = self._busy, True
+        try:
+            options = self._targets(explanation, extra)
+            self.target_picker.options = options
+            wanted = _PREDICTED_VALUE if extra is None else extra
+            self.target_picker.value = wanted
+        finally:
+            self._busy = busy
+
+    def _on_text(self, _change: dict[str, Any]) -> None:
+        if not self._busy:
+            self.run()
+
+    def _on_target(self, _change: dict[str, Any]) -> None:
+        if not self._busy:
+            self.run()
+
+    def _on_method(self, change: dict[str, Any]) -> None:
+        flow = self.views.get("flow")
+        if self._busy or flow is None or change["new"] == flow.method:
+            return
+        flow.method = change["new"]
+
+    def _on_flow_method(self, change: dict[str, Any]) -> None:
+        if change["new"] in self.method_picker.options:
+            self.method_picker.value = change["new"]
+        self._flow_method = change["new"]
+
+    def _on_flow_selection(self, _change: dict[str, Any]) -> None:
+        # An input token chosen in the flow view is the same token in the saliency view.
+        flow, saliency = self.views.get("flow"), self.views.get("saliency")
+        if flow is None or saliency is None or flow.selected_layer != 0:
+            return
+        if saliency.selected_token != flow.selected_token:
+            saliency.selected_token = flow.selected_token
+
+    def _on_saliency_selection(self, change: dict[str, Any]) -> None:
+        # A token clicked in the saliency view: show where it goes (flow from layer 0).
+        flow = self.views.get("flow")
+        token = change["new"]
+        if flow is None or token < 0 or token >= len(flow.tokens):
+            return
+        if (flow.selected_layer, flow.selected_token) != (0, token):
+            flow.select(0, token)
+
+    def __repr__(self) -> str:
+        return f"Explorer(text={self.text!r}, target={self.target!r}, views={list(self.views)})"
+
+
+_TITLES = {"saliency": "Saliency", "flow": "Flow", "head": "Heads", "model": "Model"}
+
+
+def _message(error: BaseException) -> str:
+    text = str(error).strip() or type(error).__name__
+    # KeyError-like errors repr their message; the library's own errors do not.
+    return text.strip("'\"") if isinstance(error, KeyError) else text
+
+
+def _summary(explanation: Explanation) -> str:
+    target = explanation.target
+    text = f"{len(explanation.tokens)} tokens, {explanation.num_layers} layers"
+    if target is not None:
+        probs = explanation.probabilities
+        p = ""
+        if probs is not None and explanation.target_id is not None:
+            if 0 <= explanation.target_id < probs.shape[-1]:
+                p = f" (p = {float(probs[explanation.target_id]):.3g})"
+        text = f"Explaining target {target!r}{p}: {text}."
+    return text

@@ -1,0 +1,571 @@
+"""FlowView: the token-to-token flow diagram across layers.
+
+Columns are the node layers 0 (input tokens, left) … L (top, right); each
+column holds the n token positions. Between adjacent columns the edges are
+the residual-adjusted attention ``Â_l = 0.5·W_l + 0.5·I`` (thresholded; width
+and opacity by weight). Selecting a node shows how its information travels
+down to the input tokens and up to the top by the selected method, with path
+widths = each edge's contribution (:mod:`attnwidget.methods.paths` defines
+them exactly) and the end tokens coloured by the method's scores.
+
+Message schema (traits synced with ``js/src/flow_types.ts`` ``FlowTraits``;
+keep both in sync). L attention layers, n tokens:
+
+====================  ===========  ===========================================
+trait                 type         meaning
+====================  ===========  ===========================================
+``_view``             str          ``"flow"``
+``tokens``            list[str]    n token strings (shown as text, never HTML)
+``shape``             list[int]    ``[L, n]``
+``fused``             bytes        float32 little-endian C order, shape
+                                   ``(fused_layers, n, n)``: head-fused
+                                   attention ``W_l`` (no residual) of layers
+                                   1 … fused_layers; the page forms ``Â``
+                                   (float32, not float16: the page's raw and
+                                   rollout numbers then match the kernel's)
+``fused_layers``      int          how many layers ``fused`` holds; the page
+                                   asks for the others (``request``)
+``head_fusion``       str          "mean", "max" or "min"
+``query_index``       int          the explained query position, -1 for none
+``caption``           str          what is explained (plain text)
+``methods``           list[str]    path methods available for this input
+``summaries``         list[str]    one line per method
+``signed``            list[bool]   per method: values can be negative
+``local_methods``     list[str]    methods the page computes itself (from
+                                   ``fused``): "raw", "rollout"
+``version``           int          bumps with every new explanation; requests
+                                   and replies carry it, stale ones are dropped
+``method``            str          the drawn method (synced both ways)
+``selected_layer``    int          selected node layer 0 … L (synced)
+``selected_token``    int          selected token, -1 for none (synced)
+``threshold``         float        edges (Â) and path shares below it are not
+                                   drawn, 0 … 1 (synced)
+====================  ===========  ===========================================
+
+Custom messages (anywidget ``model.send`` / ``widget.send``):
+
+- page → kernel ``{"type": "compute", "id": int, "version": int, "method":
+  str, "layer": int, "token": int}``; kernel → page, while it works,
+  ``{"type": "progress", "id", "done", "total"}`` (at most ~7 a second), then
+  ``{"type": "paths", "id", "version", "method", "layer", "token", "shape":
+  [L, n], "counts": [L ints], "signed", "note", "floor", "dropped"}`` with
+  four buffers: ``nodes`` float32 (L+1, n); edge ``index`` uint32 (E,) (``i·n +
+  j`` of the edge ``(l, i) → (l−1, j)``, grouped by edge layer l = 1 … L as
+  ``counts`` says); edge ``value`` float32 (E,); ``totals`` float32 (L,) the
+  sum of |contribution| of each edge layer (of all edges, also those left
+  out). Edges below ``floor`` × their layer's total are left out (``dropped``
+  counts them) so that no reply exceeds :data:`MAX_MESSAGE_BYTES`.
+- page → kernel ``{"type": "request", "version", "layer": l}`` (0-based
+  attention layer); kernel → page ``{"type": "layer", "version", "layer": l}``
+  with the float32 (n, n) ``W`` of that layer as its buffer.
+- kernel → page ``{"type": "error", "id"?, "message"}``: the page shows it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import traitlets
+
+from ..errors import TooLargeError, UnknownMethodError
+from ..explanation import Explanation
+from ..methods._graph import HEAD_FUSIONS, as_attention_array, fuse_heads
+from ..methods.paths import PathResult, compute_paths, get_path_method, path_methods
+from ._attention import MAX_MESSAGE_BYTES, PRELOAD_BYTES
+from ._base import _AttnWidget
+from ._buffers import decode_float32, encode_float32
+
+log = logging.getLogger(__name__)
+
+#: Methods the page computes from ``fused`` itself (instantly, and in saved HTML).
+LOCAL_METHODS: tuple[str, ...] = ("raw", "rollout")
+#: The largest input drawn (n rows of nodes; one float32 layer, 4 MiB, must fit a message).
+MAX_TOKENS = 1024
+#: Path edges whose |contribution| is at most this share of their layer's total
+#: are not sent (invisible at any threshold the slider offers).
+EDGE_FLOOR = 1e-6
+#: At most this many path edges per reply (8 bytes each).
+MAX_PATH_EDGES = (MAX_MESSAGE_BYTES - 2**20) // 8
+#: Results kept per view (a flow computation can take seconds).
+CACHE_SIZE = 16
+#: Seconds between two progress messages.
+PROGRESS_INTERVAL = 0.15
+#: The bytes of attention a saved page (``to_html``) embeds at most.
+EXPORT_BYTES = 64 * 2**20
+
+
+class FlowView(_AttnWidget):
+    """The token-to-token flow diagram across layers, one method's paths highlighted.
+
+    In the page: click a node (a token label on the left = input token, on the
+    right = top layer, or any dot in between) to see how its information
+    reaches the input tokens (down) and the top (up) by the chosen method;
+    click it again (or Esc) to clear. Hover an edge or a node for its numbers.
+    The threshold slider hides weaker edges and paths. "raw" and "rollout" are
+    computed in the page; "flow", "grad_attention" and "lrp" are asked from
+    the kernel (with a progress bar; the page stays usable).
+
+    Args:
+        explanation: the :class:`~attnwidget.Explanation` to show.
+        method: the method whose paths are drawn (default "rollout"); see
+            :attr:`methods` for those available (``grad_attention`` needs an
+            explanation from :func:`attnwidget.explain`, ``lrp`` one computed
+            with ``methods=[..., "lrp"]``).
+        threshold: hide edges of weight (and path shares) below this.
+        selected_layer, selected_token: the initially selected node; default
+            the explained query at the top layer.
+        head_fusion: how heads are fused ("mean", as the papers; "max", "min").
+
+    Example::
+
+        view = FlowView(explanation, method="flow")
+        view                                  # click a token …
+        view.selected_layer, view.selected_token
+        view.paths().scores_down              # the method's scores for it
+    """
+
+    _view = traitlets.Unicode("flow").tag(sync=True)
+
+    tokens = traitlets.List(traitlets.Unicode(), read_only=True).tag(sync=True)
+    shape = traitlets.List(traitlets.Int(), default_value=[0, 0], read_only=True).tag(sync=True)
+    fused = traitlets.Bytes(b"", read_only=True).tag(sync=True)
+    fused_layers = traitlets.Int(0, read_only=True).tag(sync=True)
+    head_fusion = traitlets.Unicode("mean", read_only=True).tag(sync=True)
+    query_index = traitlets.Int(-1, read_only=True).tag(sync=True)
+    caption = traitlets.Unicode("", read_only=True).tag(sync=True)
+    methods = traitlets.List(traitlets.Unicode(), read_only=True).tag(sync=True)
+    summaries = traitlets.List(traitlets.Unicode(), read_only=True).tag(sync=True)
+    signed = traitlets.List(traitlets.Bool(), read_only=True).tag(sync=True)
+    local_methods = traitlets.List(
+        traitlets.Unicode(), default_value=list(LOCAL_METHODS), read_only=True
+    ).tag(sync=True)
+    version = traitlets.Int(0, read_only=True).tag(sync=True)
+
+    method = traitlets.Unicode("rollout").tag(sync=True)
+    """The method whose paths are drawn (one of :attr:`methods`)."""
+    selected_layer = traitlets.Int(0).tag(sync=True)
+    """The selected node layer: 0 (input tokens) … L (top)."""
+    selected_token = traitlets.Int(-1).tag(sync=True)
+    """The selected token position, -1 for no selection."""
+    threshold = traitlets.Float(0.02).tag(sync=True)
+    """Edges with ``Â < threshold`` and paths with a smaller share are not drawn."""
+
+    def __init__(
+        self,
+        explanation: Explanation,
+        *,
+        method: str = "rollout",
+        threshold: float = 0.02,
+        selected_layer: int | None = None,
+        selected_token: int | None = None,
+        head_fusion: str = "mean",
+        **kwargs: Any,
+    ) -> None:
+        self._explanation: Explanation | None = None
+        self._cache: OrderedDict[tuple[Any, ...], PathResult] = OrderedDict()
+        self._exporting = False
+        super().__init__(**kwargs)
+        if head_fusion not in HEAD_FUSIONS:
+            raise ValueError(f"head_fusion={head_fusion!r} is not one of {HEAD_FUSIONS}.")
+        self.set_trait("head_fusion", head_fusion)
+        self.set_explanation(explanation, method=method)
+        with self.hold_sync():
+            self.threshold = threshold
+            layers = self.shape[0]
+            layer = layers if selected_layer is None else selected_layer
+            if selected_token is None:
+                selected_token = self.query_index if layer == layers else -1
+            self.select(layer, selected_token)
+        self.on_msg(self._on_message)
+
+    # -- data -----------------------------------------------------------------
+
+    @property
+    def explanation(self) -> Explanation | None:
+        """The explanation shown."""
+        return self._explanation
+
+    def set_explanation(self, explanation: Explanation, *, method: str | None = None) -> None:
+        """Show another explanation.
+
+        The method is kept when it still applies (else "rollout"); the
+        selection is kept when it is still in range (else the query at the top).
+        """
+        if not isinstance(explanation, Explanation):
+            raise TypeError(
+                f"FlowView needs an attnwidget.Explanation, got {type(explanation).__name__}; "
+                "make one with attnwidget.explain(...) or Explanation.from_attentions(...)."
+            )
+        n = len(explanation.tokens)
+        if n > MAX_TOKENS:
+            raise TooLargeError(
+                f"FlowView draws at most {MAX_TOKENS} tokens; this input has {n}. Explain a "
+                "shorter text (or a part of it), or use SaliencyView / HeadView."
+            )
+        fused = fuse_heads(as_attention_array(explanation.attentions), self.head_fusion)
+        layers = int(fused.shape[0])
+        names = path_methods(explanation)
+        wanted = method or self.method
+        if method is not None and method not in names:
+            raise self._method_error(method, names)
+        if wanted not in names:
+            wanted = "rollout"
+        per_layer = n * n * 4
+        preload = max(1, min(layers, PRELOAD_BYTES // per_layer))
+        self._fused = fused.astype(np.float32)
+        self._explanation = explanation
+        self._cache.clear()
+        query = explanation.query_index if explanation.decoder_tokens is None else -1
+        with self.hold_sync():
+            self.set_trait("version", self.version + 1)
+            self.set_trait("tokens", [str(t) for t in explanation.tokens])
+            self.set_trait("shape", [layers, n])
+            self.set_trait("fused", encode_float32(self._fused[:preload])[0])
+            self.set_trait("fused_layers", preload)
+            self.set_trait("query_index", int(query))
+            self.set_trait("caption", _caption(explanation, query))
+            self.set_trait("methods", names)
+            self.set_trait("summaries", [get_path_method(m).summary for m in names])
+            self.set_trait("signed", [get_path_method(m).signed for m in names])
+            self.method = wanted
+            if not 0 <= self.selected_layer <= layers or self.selected_token >= n:
+                self.set_trait("selected_layer", layers)
+                self.set_trait("selected_token", query)
+
+    def select(self, layer: int, token: int) -> None:
+        """Select the node ``(layer, token)`` (``token=-1``: clear) in one update."""
+        with self.hold_sync():
+            # Validate both before changing either, so a bad pair changes nothing.
+            self._check_layer(layer)
+            self._check_token(token)
+            self.selected_layer = layer
+            self.selected_token = token
+
+    def paths(
+        self, method: str | None = None, layer: int | None = None, token: int | None = None
+    ) -> PathResult:
+        """The paths drawn for ``method`` at node ``(layer, token)`` (default: the current ones).
+
+        Exactly the numbers the page gets (float64 here, float32 on the wire).
+        """
+        method = self.method if method is None else method
+        layer = self.selected_layer if layer is None else layer
+        token = self.selected_token if token is None else token
+        if method not in self.methods:
+            raise self._method_error(method, list(self.methods))
+        if token < 0:
+            raise ValueError("no token is selected: pass token=… or select one.")
+        return self._paths(method, self._check_layer(layer), self._check_token(token))
+
+    @property
+    def selection(self) -> dict[str, Any] | None:
+        """The selected node and the method's scores for it, or None.
+
+        ``{"layer", "token", "text", "method", "down", "up"}``: ``down`` (n,)
+        the input tokens' scores for the node (None at layer 0), ``up`` (n,)
+        the node's token's score for each top node (None at the top layer).
+        """
+        if self.selected_token < 0:
+            return None
+        result = self.paths()
+        layers = self.shape[0]
+        return {
+            "layer": self.selected_layer,
+            "token": self.selected_token,
+            "text": self.tokens[self.selected_token],
+            "method": self.method,
+            "down": result.scores_down.copy() if self.selected_layer > 0 else None,
+            "up": result.scores_up.copy() if self.selected_layer < layers else None,
+        }
+
+    def wire_attention(self) -> np.ndarray:
+        """The fused attention of the ``fused`` trait: float32 (fused_layers, n, n)."""
+        layers, n = self.fused_layers, self.shape[1]
+        return decode_float32(self.fused, (layers, n, n))
+
+    def _paths(self, method: str, layer: int, token: int, progress: Any = None) -> PathResult:
+        key = (self.version, method, layer, token, self.head_fusion)
+        cached = self._cache.get(key)
+        if cached is not None:
+            self._cache.move_to_end(key)
+            return cached
+        assert self._explanation is not None
+        result = compute_paths(
+            self._explanation,
+            method,
+            layer,
+            token,
+            head_fusion=self.head_fusion,  # type: ignore[arg-type]
+            progress=progress,
+        )
+        self._cache[key] = result
+        while len(self._cache) > CACHE_SIZE:
+            self._cache.popitem(last=False)
+        return result
+
+    # -- messages -------------------------------------------------------------
+
+    def _on_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        if not isinstance(content, dict):
+            return
+        kind = content.get("type")
+        try:
+            if kind == "compute":
+                progress = _throttled(
+                    lambda done, total: self.send(
+                        {"type": "progress", "id": content.get("id"), "done": done, "total": total}
+                    )
+                )
+                reply, buffers = self._compute_reply(content, progress=progress)
+            elif kind == "request":
+                reply, buffers = self._layer_reply(content)
+            else:
+                return
+        except Exception as error:  # never raise into the comm: the page shows it
+            log.warning("attnwidget FlowView: cannot serve %r: %s", content, error)
+            reply, buffers = (
+                {"type": "error", "id": content.get("id"), "message": str(error)},
+                [],
+            )
+        self.send(reply, buffers=[memoryview(b) for b in buffers])
+
+    def _compute_reply(
+        self, content: dict[str, Any], progress: Callable[[int, int], None] | None = None
+    ) -> tuple[dict[str, Any], list[bytes]]:
+        """Answer a ``compute`` request: (reply JSON, its four buffers)."""
+        version = content.get("version", self.version)
+        if version != self.version:
+            raise ValueError(
+                f"the request is for data version {version}, the view shows {self.version}."
+            )
+        method = content.get("method")
+        if not isinstance(method, str) or method not in self.methods:
+            raise self._method_error(str(method), list(self.methods))
+        layer = self._check_layer(_as_int(content.get("layer"), "layer"))
+        token = self._check_token(_as_int(content.get("token"), "token"))
+        if token < 0:
+            raise ValueError("token must be a token index, not -1.")
+        result = self._paths(method, layer, token, progress=progress)
+        meta, buffers = encode_paths(result)
+        meta.update({"type": "paths", "id": content.get("id"), "version": self.version})
+        return meta, buffers
+
+    def _layer_reply(self, content: dict[str, Any]) -> tuple[dict[str, Any], list[bytes]]:
+        layer = _as_int(content.get("layer"), "layer")
+        layers = self.shape[0]
+        if not 0 <= layer < layers:
+            raise ValueError(f"layer {layer} out of range 0..{layers - 1}")
+        data, _shape = encode_float32(self._fused[layer])
+        return {"type": "layer", "version": self.version, "layer": layer}, [data]
+
+    # -- export ---------------------------------------------------------------
+
+    def to_html(
+        self, path: str | os.PathLike[str] | None = None, *, title: str | None = None
+    ) -> str:
+        """This view as one self-contained HTML page (see ``_AttnWidget.to_html``).
+
+        The page embeds every layer's attention (up to :data:`EXPORT_BYTES`),
+        so "raw" and "rollout" work in it; the kernel-computed methods do not.
+        """
+        self._exporting = True
+        try:
+            text = super().to_html(None, title=title)
+        finally:
+            self._exporting = False
+        if path is not None:
+            Path(path).write_text(text, encoding="utf-8")
+        return text
+
+    def get_state(self, key: Any = None, drop_defaults: bool = False) -> dict[str, Any]:
+        state = super().get_state(key, drop_defaults)
+        if self._exporting and "fused" in state and self._explanation is not None:
+            n = self.shape[1]
+            layers = max(1, min(self.shape[0], EXPORT_BYTES // max(1, n * n * 4)))
+            state["fused"] = encode_float32(self._fused[:layers])[0]
+            if "fused_layers" in state:
+                state["fused_layers"] = layers
+        return state
+
+    # -- validation -------------------------------------------------------------
+
+    def _method_error(self, method: str, names: list[str]) -> Exception:
+        try:
+            get_path_method(method)
+            known = True
+        except UnknownMethodError:
+            known = False
+        why = (
+            "it needs data this explanation lacks"
+            if known
+            else "it is not a path method"
+            if method in _registered()
+            else "it is not a method"
+        )
+        return traitlets.TraitError(
+            f"method={method!r} is not available ({why}); this view has: "
+            f"{', '.join(map(repr, names))}."
+        )
+
+    def _check_layer(self, value: Any) -> int:
+        layers = self.shape[0]
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            raise traitlets.TraitError(f"selected_layer must be an int, not {value!r}.")
+        if not 0 <= value <= layers:
+            raise traitlets.TraitError(
+                f"selected_layer={value} is out of range: node layers are 0 (input tokens) .. "
+                f"{layers} (after the last of {layers} attention layers)."
+            )
+        return int(value)
+
+    def _check_token(self, value: Any) -> int:
+        n = len(self.tokens)
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            raise traitlets.TraitError(f"selected_token must be an int, not {value!r}.")
+        if value == -1 or 0 <= value < n:
+            return int(value)
+        raise traitlets.TraitError(
+            f"selected_token={value} is out of range: use -1 for no selection or a token "
+            f"index 0..{n - 1} ({n} tokens)."
+        )
+
+    @traitlets.validate("method")
+    def _validate_method(self, proposal: dict[str, Any]) -> str:
+        value = proposal["value"]
+        if value not in self.methods:
+            raise self._method_error(str(value), list(self.methods))
+        return str(value)
+
+    @traitlets.validate("selected_layer")
+    def _validate_selected_layer(self, proposal: dict[str, Any]) -> int:
+        return self._check_layer(proposal["value"])
+
+    @traitlets.validate("selected_token")
+    def _validate_selected_token(self, proposal: dict[str, Any]) -> int:
+        return self._check_token(proposal["value"])
+
+    @traitlets.validate("threshold")
+    def _validate_threshold(self, proposal: dict[str, Any]) -> float:
+        value = float(proposal["value"])
+        if not 0.0 <= value <= 1.0:
+            raise traitlets.TraitError(f"threshold={value} must be between 0 and 1.")
+        return value
+
+    def __repr__(self) -> str:
+        layers, n = self.shape
+        return (
+            f"FlowView(layers={layers}, n={n}, method={self.method!r}, "
+            f"selected=({self.selected_layer}, {self.selected_token}), "
+            f"threshold={self.threshold})"
+        )
+
+
+def encode_paths(
+    result: PathResult, max_edges: int = MAX_PATH_EDGES
+) -> tuple[dict[str, Any], list[bytes]]:
+    """A :class:`PathResult` as the ``paths`` reply: (JSON part, four buffers).
+
+    Edges whose |contribution| is at most :data:`EDGE_FLOOR` × their layer's
+    total are left out; if more than ``max_edges`` remain, the smallest shares
+    are left out too (the reply's ``floor`` says below which share).
+    """
+    edges = result.edges
+    layers, n = edges.shape[0], edges.shape[-1]
+    magnitude = np.abs(edges).reshape(layers, -1)
+    totals = magnitude.sum(axis=1)
+    share = np.divide(
+        magnitude, totals[:, None], out=np.zeros_like(magnitude), where=totals[:, None] > 0
+    )
+    keep = share > EDGE_FLOOR
+    floor = EDGE_FLOOR
+    if int(keep.sum()) > max_edges:
+        floor = float(np.partition(share[keep], -max_edges)[-max_edges])
+        keep &= share >= floor
+        # Ties at the floor could still exceed the budget: cut them by position.
+        over = int(keep.sum()) - max_edges
+        if over > 0:
+            ties = np.flatnonzero((share == floor).ravel() & keep.ravel())[:over]
+            keep.ravel()[ties] = False
+    counts = keep.sum(axis=1)
+    layer_of, flat = np.nonzero(keep)
+    values = edges.reshape(layers, -1)[layer_of, flat]
+    meta = {
+        "method": result.method,
+        "layer": result.layer,
+        "token": result.token,
+        "shape": [layers, n],
+        "counts": [int(c) for c in counts],
+        "signed": bool(result.signed),
+        "note": result.note,
+        "floor": floor,
+        "dropped": int((magnitude > 0).sum() - counts.sum()),
+        "dtype": "float32",
+    }
+    buffers = [
+        np.ascontiguousarray(result.nodes, dtype="<f4").tobytes(),
+        np.ascontiguousarray(flat, dtype="<u4").tobytes(),
+        np.ascontiguousarray(values, dtype="<f4").tobytes(),
+        np.ascontiguousarray(totals, dtype="<f4").tobytes(),
+    ]
+    return meta, buffers
+
+
+def decode_paths(meta: dict[str, Any], buffers: list[Any]) -> dict[str, np.ndarray]:
+    """The inverse of :func:`encode_paths`: ``nodes`` (L+1, n) and dense ``edges`` (L, n, n)."""
+    layers, n = meta["shape"]
+    nodes = np.frombuffer(bytes(buffers[0]), dtype="<f4").reshape(layers + 1, n)
+    index = np.frombuffer(bytes(buffers[1]), dtype="<u4")
+    values = np.frombuffer(bytes(buffers[2]), dtype="<f4")
+    totals = np.frombuffer(bytes(buffers[3]), dtype="<f4")
+    edges = np.zeros((layers, n * n), dtype=np.float32)
+    start = 0
+    for layer, count in enumerate(meta["counts"]):
+        edges[layer, index[start : start + count]] = values[start : start + count]
+        start += count
+    return {"nodes": nodes, "edges": edges.reshape(layers, n, n), "totals": totals}
+
+
+def _registered() -> list[str]:
+    from ..methods.registry import available_methods
+
+    return available_methods()
+
+
+def _as_int(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{name} must be an int, got {value!r}")
+    return value
+
+
+def _throttled(send: Callable[[int, int], None]) -> Callable[[int, int], None]:
+    """Call ``send`` at most every :data:`PROGRESS_INTERVAL` seconds (and at the end)."""
+    last = [0.0]
+
+    def progress(done: int, total: int) -> None:
+        now = time.monotonic()
+        if done >= total or now - last[0] >= PROGRESS_INTERVAL:
+            last[0] = now
+            send(done, total)
+
+    return progress
+
+
+def _caption(explanation: Explanation, query: int) -> str:
+    parts = []
+    if explanation.target is not None:
+        target = f"target {explanation.target!r}"
+        probs = explanation.probabilities
+        if probs is not None and explanation.target_id is not None:
+            if 0 <= explanation.target_id < probs.shape[-1]:
+                target += f" (p = {float(probs[explanation.target_id]):.3g})"
+        parts.append(target)
+    if query >= 0:
+        parts.append(f"query #{query} {explanation.tokens[query]!r}")
+    return "Explaining " + ", ".join(parts) + "." if parts else ""

@@ -1,0 +1,416 @@
+/**
+ * Pure helpers of FlowView (no DOM; unit-tested in node): the residual
+ * adjustment, the path contributions of raw attention and rollout (computed
+ * in the page), decoding the kernel's path replies, the diagram's geometry
+ * and hit testing, and grouping lines by strength so each group is one
+ * canvas path.
+ *
+ * Conventions (as attnwidget/methods/paths.py): node (l, i) is token i after
+ * attention layer l; edge layer l (1 … L) links (l, i) to (l − 1, j) and is
+ * stored row-major as i·n + j; `maps[l − 1]` is layer l's (n × n) matrix.
+ */
+import { asBytes, decodeFloat32 } from "./buffers";
+import type { PathsReply } from "./flow_types";
+import type { Binary } from "./types";
+
+/** Â = 0.5·W + 0.5·I with rows re-normalised (a zero row stays zero), as Python's add_residual. */
+export function residualAdjust(fused: ArrayLike<number>, n: number): Float32Array {
+  const out = new Float32Array(n * n);
+  for (let i = 0; i < n; i++) {
+    let sum = 0;
+    for (let j = 0; j < n; j++) {
+      const v = 0.5 * (fused[i * n + j] as number) + (i === j ? 0.5 : 0);
+      out[i * n + j] = v;
+      sum += v;
+    }
+    if (sum > 0 && sum !== 1) for (let j = 0; j < n; j++) out[i * n + j] = (out[i * n + j] as number) / sum;
+    else if (!(sum > 0)) out.fill(0, i * n, (i + 1) * n);
+  }
+  return out;
+}
+
+/** Dense paths: nodes (L+1)·n and one (n × n) contribution array per edge layer. */
+export interface DensePaths {
+  nodes: Float64Array;
+  edges: Float64Array[];
+}
+
+function emptyPaths(layers: number, n: number, layer: number, token: number): DensePaths {
+  checkNode(layers, n, layer, token);
+  const nodes = new Float64Array((layers + 1) * n);
+  nodes[layer * n + token] = 1;
+  return { nodes, edges: Array.from({ length: layers }, () => new Float64Array(n * n)) };
+}
+
+function checkNode(layers: number, n: number, layer: number, token: number): void {
+  if (!(Number.isInteger(layer) && layer >= 0 && layer <= layers)) throw new RangeError(`layer ${layer} out of range 0..${layers}`);
+  if (!(Number.isInteger(token) && token >= 0 && token < n)) throw new RangeError(`token ${token} out of range 0..${n - 1}`);
+}
+
+/**
+ * Paths of a product of per-layer matrices (rollout with maps = Â).
+ * Down from (s, t): m_s = e_t, edge (l,i)→(l−1,j) carries m_l[i]·M_l[i,j],
+ * m_{l−1} = m_l·M_l. Up: u_s = e_t, the edge carries M_l[i,j]·u_{l−1}[j],
+ * u_l = M_l·u_{l−1}.
+ */
+export function productPaths(maps: readonly ArrayLike<number>[], n: number, layer: number, token: number): DensePaths {
+  const layers = maps.length;
+  const out = emptyPaths(layers, n, layer, token);
+  const { nodes, edges } = out;
+  for (let l = layer; l >= 1; l--) {
+    const m = maps[l - 1]!;
+    const e = edges[l - 1]!;
+    const above = l * n;
+    const below = (l - 1) * n;
+    for (let i = 0; i < n; i++) {
+      const mass = nodes[above + i] as number;
+      if (mass === 0) continue;
+      for (let j = 0; j < n; j++) {
+        const c = mass * (m[i * n + j] as number);
+        e[i * n + j] = c;
+        nodes[below + j] = (nodes[below + j] as number) + c;
+      }
+    }
+  }
+  for (let l = layer + 1; l <= layers; l++) {
+    const m = maps[l - 1]!;
+    const e = edges[l - 1]!;
+    const below = (l - 1) * n;
+    const above = l * n;
+    for (let i = 0; i < n; i++) {
+      let sum = 0;
+      for (let j = 0; j < n; j++) {
+        const content = nodes[below + j] as number;
+        if (content === 0) continue;
+        const c = (m[i * n + j] as number) * content;
+        e[i * n + j] = c;
+        sum += c;
+      }
+      nodes[above + i] = sum;
+    }
+  }
+  return out;
+}
+
+/**
+ * Raw attention's paths (`fused` = W_l, no residual): down from (s, t) the
+ * edges (s,t)→(s−1,j) = W_s[t,j] and straight lanes below carrying the same
+ * amounts; up from (s, t) a lane to (L−1, t), then W_L[i, t] for every top node i.
+ */
+export function rawPaths(fused: readonly ArrayLike<number>[], n: number, layer: number, token: number): DensePaths {
+  const layers = fused.length;
+  const out = emptyPaths(layers, n, layer, token);
+  const { nodes, edges } = out;
+  if (layer > 0) {
+    const w = fused[layer - 1]!;
+    for (let j = 0; j < n; j++) {
+      const v = w[token * n + j] as number;
+      edges[layer - 1]![token * n + j] = v;
+      for (let l = layer - 1; l >= 1; l--) edges[l - 1]![j * n + j] = v;
+      for (let l = 0; l < layer; l++) nodes[l * n + j] = v;
+    }
+  }
+  if (layer < layers) {
+    for (let l = layer + 1; l < layers; l++) {
+      edges[l - 1]![token * n + token] = 1;
+      nodes[l * n + token] = 1;
+    }
+    const w = fused[layers - 1]!;
+    for (let i = 0; i < n; i++) {
+      const v = w[i * n + token] as number;
+      edges[layers - 1]![i * n + token] = v;
+      nodes[layers * n + i] = v;
+    }
+  }
+  return out;
+}
+
+/** The edges of one edge layer that matter: flat indices i·n + j, values, and Σ|value| of all. */
+export interface EdgeLayer {
+  index: Uint32Array;
+  value: Float32Array;
+  total: number;
+}
+
+/** Paths as the view keeps them, from the page or the kernel. */
+export interface PathData {
+  method: string;
+  layer: number;
+  token: number;
+  signed: boolean;
+  layers: number;
+  n: number;
+  /** (L+1)·n node values. */
+  nodes: Float32Array;
+  /** edges[l − 1]: edge layer l. */
+  edges: EdgeLayer[];
+  note: string;
+  source: "page" | "kernel";
+}
+
+/** Edges whose |value| is at most this share of their layer's total are dropped (as in Python). */
+export const EDGE_FLOOR = 1e-6;
+
+/** Keep the edges of a dense layer above `floor` × its Σ|value|. */
+export function sparsify(dense: ArrayLike<number>, floor = EDGE_FLOOR): EdgeLayer {
+  let total = 0;
+  for (let k = 0; k < dense.length; k++) total += Math.abs(dense[k] as number);
+  const limit = floor * total;
+  let count = 0;
+  for (let k = 0; k < dense.length; k++) if (Math.abs(dense[k] as number) > limit) count++;
+  const index = new Uint32Array(count);
+  const value = new Float32Array(count);
+  let c = 0;
+  for (let k = 0; k < dense.length; k++) {
+    const v = dense[k] as number;
+    if (Math.abs(v) > limit) {
+      index[c] = k;
+      value[c] = v;
+      c++;
+    }
+  }
+  return { index, value, total };
+}
+
+/** Dense page-side paths as PathData. */
+export function toPathData(
+  dense: DensePaths,
+  meta: { method: string; layer: number; token: number; n: number; note: string },
+): PathData {
+  return {
+    ...meta,
+    signed: false,
+    layers: dense.edges.length,
+    nodes: Float32Array.from(dense.nodes),
+    edges: dense.edges.map((e) => sparsify(e)),
+    source: "page",
+  };
+}
+
+/** Decode the kernel's `paths` reply (see flow_types.ts PathsReply). */
+export function decodePathsReply(meta: PathsReply, buffers: readonly Binary[]): PathData {
+  const [layers, n] = meta.shape;
+  if (buffers.length < 4) throw new RangeError(`paths reply has ${buffers.length} buffers, expected 4`);
+  const nodes = decodeFloat32(buffers[0]!, "nodes");
+  const index = decodeUint32(buffers[1]!, "edge index");
+  const value = decodeFloat32(buffers[2]!, "edge values");
+  const totals = decodeFloat32(buffers[3]!, "totals");
+  if (nodes.length !== (layers + 1) * n) throw new RangeError(`nodes: ${nodes.length} values, expected ${(layers + 1) * n}`);
+  if (meta.counts.length !== layers || totals.length !== layers) throw new RangeError("paths reply: counts/totals do not match the layers");
+  const sum = meta.counts.reduce((a, b) => a + b, 0);
+  if (index.length !== sum || value.length !== sum) throw new RangeError(`paths reply: ${index.length} edges, counts say ${sum}`);
+  const edges: EdgeLayer[] = [];
+  let start = 0;
+  for (let l = 0; l < layers; l++) {
+    const count = meta.counts[l]!;
+    for (let k = start; k < start + count; k++) {
+      if ((index[k] as number) >= n * n) throw new RangeError(`edge index ${index[k]} out of range for n=${n}`);
+    }
+    edges.push({ index: index.slice(start, start + count), value: value.slice(start, start + count), total: totals[l] as number });
+    start += count;
+  }
+  return {
+    method: meta.method,
+    layer: meta.layer,
+    token: meta.token,
+    signed: Boolean(meta.signed),
+    layers,
+    n,
+    nodes: Float32Array.from(nodes),
+    edges,
+    note: String(meta.note ?? ""),
+    source: "kernel",
+  };
+}
+
+/** Little-endian uint32 values of a binary value. */
+export function decodeUint32(value: Binary, name = "buffer"): Uint32Array {
+  const bytes = asBytes(value);
+  if (bytes.byteLength % 4 !== 0) throw new RangeError(`${name}: ${bytes.byteLength} bytes is not a whole number of uint32 values`);
+  const length = bytes.byteLength / 4;
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const out = new Uint32Array(length);
+  for (let i = 0; i < length; i++) out[i] = view.getUint32(i * 4, true);
+  return out;
+}
+
+// -- geometry ------------------------------------------------------------------
+
+/** Where everything is on the canvas (CSS px). */
+export interface FlowGeometry {
+  layers: number;
+  n: number;
+  /** Horizontal distance between node layers. */
+  colGap: number;
+  rowHeight: number;
+  /** Left/right margin of the node columns. */
+  pad: number;
+  /** Height of the layer-number header. */
+  header: number;
+  width: number;
+  height: number;
+}
+
+/** Row height that keeps labels readable: 20 px for short inputs, down to 12 px for long ones. */
+export function rowHeightFor(n: number): number {
+  if (n <= 40) return 20;
+  if (n <= 160) return 16;
+  return 12;
+}
+
+export function flowGeometry(layers: number, n: number, options: { width?: number } = {}): FlowGeometry {
+  const pad = 10;
+  const header = 18;
+  const rowHeight = rowHeightFor(n);
+  const target = options.width ?? 760;
+  const colGap = Math.max(44, Math.min(120, Math.floor((target - 2 * pad) / Math.max(1, layers))));
+  return { layers, n, colGap, rowHeight, pad, header, width: 2 * pad + layers * colGap, height: header + n * rowHeight };
+}
+
+export function nodeX(g: FlowGeometry, layer: number): number {
+  return g.pad + layer * g.colGap;
+}
+
+export function nodeY(g: FlowGeometry, token: number): number {
+  return g.header + (token + 0.5) * g.rowHeight;
+}
+
+/** The node under (x, y), within `tolerance` px of its column, or null. */
+export function nodeAt(g: FlowGeometry, x: number, y: number, tolerance = 7): { layer: number; token: number } | null {
+  const layer = Math.round((x - g.pad) / g.colGap);
+  if (layer < 0 || layer > g.layers || Math.abs(x - nodeX(g, layer)) > tolerance) return null;
+  const token = Math.floor((y - g.header) / g.rowHeight);
+  if (token < 0 || token >= g.n) return null;
+  return { layer, token };
+}
+
+/** The edge layer (1 … L) whose lines cross x, with how far across (0 at node layer l − 1, 1 at l); null outside. */
+export function edgeLayerAt(g: FlowGeometry, x: number): { layer: number; f: number } | null {
+  const position = (x - g.pad) / g.colGap;
+  if (!(position > 0 && position < g.layers)) return null;
+  const below = Math.floor(position);
+  return { layer: below + 1, f: position - below };
+}
+
+/**
+ * The line of `edges` (flat i·n + j of edge layer `layer`) closest to (x, y)
+ * vertically, if within `tolerance` px. The line runs from (l − 1, j) on the
+ * left to (l, i) on the right.
+ */
+export function nearestEdge(
+  g: FlowGeometry,
+  edges: ArrayLike<number>,
+  x: number,
+  y: number,
+  tolerance = 4,
+): { flat: number; distance: number } | null {
+  const at = edgeLayerAt(g, x);
+  if (!at) return null;
+  let best: { flat: number; distance: number } | null = null;
+  for (let k = 0; k < edges.length; k++) {
+    const flat = edges[k] as number;
+    const i = Math.floor(flat / g.n);
+    const j = flat - i * g.n;
+    const left = nodeY(g, j);
+    const lineY = left + at.f * (nodeY(g, i) - left);
+    const distance = Math.abs(lineY - y);
+    if (distance <= tolerance && (!best || distance < best.distance)) best = { flat, distance };
+  }
+  return best;
+}
+
+// -- lines grouped by strength -----------------------------------------------------
+
+/** Strength levels lines are grouped into (one canvas path each). */
+export const LEVELS = 16;
+
+/** The level (1 … LEVELS) of a strength in (0, 1]; 0 below `threshold` (not drawn). */
+export function levelOf(strength: number, threshold: number): number {
+  if (!(strength >= threshold) || !(strength > 0)) return 0;
+  return Math.max(1, Math.min(LEVELS, Math.ceil(strength * LEVELS)));
+}
+
+/** Line width and opacity of a level: both grow with the strength. */
+export function lineStyle(level: number, kind: "edge" | "path"): { width: number; alpha: number } {
+  const t = level / LEVELS;
+  return kind === "edge" ? { width: 0.6 + 2.4 * t, alpha: 0.12 + 0.5 * t } : { width: 1 + 7 * t, alpha: 0.35 + 0.6 * t };
+}
+
+/** Lines of one edge layer grouped by level: `items[starts[k] … starts[k+1])` hold level k's flat indices. */
+export interface Buckets {
+  starts: Int32Array;
+  items: Uint32Array;
+  /** For signed paths: 1 when the value is negative, per item. */
+  negative: Uint8Array;
+  count: number;
+}
+
+/**
+ * Group lines by level. `strength(k)` is the k-th line's strength in [0, 1]
+ * (weight for edges, share of the layer's total for paths).
+ */
+export function bucketByLevel(
+  flat: ArrayLike<number>,
+  strength: (k: number) => number,
+  threshold: number,
+  negative: (k: number) => boolean = () => false,
+): Buckets {
+  const levels = new Uint8Array(flat.length);
+  const counts = new Int32Array(LEVELS + 2);
+  for (let k = 0; k < flat.length; k++) {
+    const level = levelOf(strength(k), threshold);
+    levels[k] = level;
+    if (level > 0) counts[level + 1]!++;
+  }
+  for (let level = 1; level <= LEVELS + 1; level++) counts[level] = (counts[level] as number) + (counts[level - 1] as number);
+  const starts = counts.slice(0, LEVELS + 2);
+  const fill = starts.slice();
+  const count = starts[LEVELS + 1] as number;
+  const items = new Uint32Array(count);
+  const neg = new Uint8Array(count);
+  for (let k = 0; k < flat.length; k++) {
+    const level = levels[k] as number;
+    if (level === 0) continue;
+    const at = fill[level]!++;
+    items[at] = flat[k] as number;
+    neg[at] = negative(k) ? 1 : 0;
+  }
+  return { starts, items, negative: neg, count };
+}
+
+/** The edges of an (n × n) weight matrix at or above `threshold`: flat indices. */
+export function edgesAbove(weights: ArrayLike<number>, threshold: number): Uint32Array {
+  let count = 0;
+  for (let k = 0; k < weights.length; k++) if ((weights[k] as number) >= threshold && (weights[k] as number) > 0) count++;
+  const out = new Uint32Array(count);
+  let c = 0;
+  for (let k = 0; k < weights.length; k++) if ((weights[k] as number) >= threshold && (weights[k] as number) > 0) out[c++] = k;
+  return out;
+}
+
+/**
+ * The threshold that keeps at most about `max` of the values ≥ `threshold`
+ * across several arrays (the strongest ones; ties at the cut may add a few).
+ */
+export function strongestCut(
+  arrays: readonly ArrayLike<number>[],
+  threshold: number,
+  max: number,
+): { threshold: number; candidates: number; kept: number } {
+  let candidates = 0;
+  for (const values of arrays) for (let k = 0; k < values.length; k++) if ((values[k] as number) >= threshold && (values[k] as number) > 0) candidates++;
+  if (candidates <= max) return { threshold, candidates, kept: candidates };
+  const above = new Float32Array(candidates);
+  let c = 0;
+  for (const values of arrays) {
+    for (let k = 0; k < values.length; k++) {
+      const v = values[k] as number;
+      if (v >= threshold && v > 0) above[c++] = v;
+    }
+  }
+  above.sort();
+  const cut = Math.max(threshold, above[candidates - max] as number);
+  let kept = 0;
+  for (let k = 0; k < candidates; k++) if ((above[k] as number) >= cut) kept++;
+  return { threshold: cut, candidates, kept };
+}

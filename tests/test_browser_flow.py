@@ -1,0 +1,259 @@
+"""FlowView and Explorer in a real headless Chromium (pytest-ipywidgets + Playwright).
+
+Each test displays a widget in solara's test page (served from 127.0.0.1)
+and checks two-way sync (a click changes the Python traits; a Python change
+redraws the page: ``data-*`` test hooks), that "flow" round-trips through the
+kernel's request/response with a progress bar while it works, hover
+tooltips, that token text stays text, that missing layers are requested, and
+that the page logs no errors and requests nothing from outside.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+from IPython.display import display
+
+from attnwidget import demo, explain
+from attnwidget.explanation import Explanation
+from attnwidget.methods import attention_flow
+from attnwidget.methods._graph import add_residual
+from attnwidget.views import Explorer, FlowView
+from attnwidget.views import flow_view as flow_module
+
+pytestmark = pytest.mark.browser
+
+XSS_TOKENS = ["<img src=x onerror=window.__xss=1>", "</script><script>window.__xss=2</script>"]
+ROOT = ".attnw-flow"
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
+    """Poll until ``condition()`` is true (kernel-side traits change asynchronously)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting for the condition")
+        time.sleep(0.02)
+
+
+@functools.cache
+def demo_model() -> tuple[Any, Any]:
+    return demo.load("sva-encoder")
+
+
+@functools.cache
+def demo_explanation() -> Explanation:
+    model, tokenizer = demo_model()
+    return explain(model, tokenizer, demo.sentences(1, seed=0)[0].text)
+
+
+def node_position(page: Any, layer: int, token: int, dx: float = 0.0) -> dict[str, float]:
+    """A node's position on the canvas (from the canvas's data-geometry test hook)."""
+    g = json.loads(
+        page.locator(f"{ROOT} canvas.attnw-flow-canvas-paths").get_attribute("data-geometry")
+    )
+    x = g["pad"] + layer * g["colGap"] + dx
+    return {"x": x, "y": g["header"] + (token + 0.5) * g["rowHeight"]}
+
+
+def score(label: Any) -> float:
+    return float(label.get_attribute("data-score"))
+
+
+def state(page: Any, name: str) -> str:
+    return page.locator(ROOT).get_attribute(f"data-{name}") or ""
+
+
+def test_click_python_sync_hover_and_flow_round_trip(
+    page_watch, solara_test, page_session, monkeypatch
+) -> None:
+    exp = demo_explanation()
+    layers, n = exp.num_layers, len(exp.tokens)
+    # A one-layer state budget: the page must request the other layers.
+    monkeypatch.setattr(flow_module, "PRELOAD_BYTES", n * n * 4)
+    view = FlowView(exp)
+    assert view.fused_layers == 1
+    display(view)
+    page = page_session
+    page.locator(f"{ROOT}[data-state=ready][data-selected='{layers}:0']").wait_for()
+    assert int(state(page, "paths")) > 0 and state(page, "source") == "page"
+    # Every layer arrived: the background shows the same edges Python counts.
+    adjusted = add_residual(view._fused.astype(np.float64))
+    assert abs(int(state(page, "edges")) - int((adjusted >= 0.02).sum())) <= 2
+    left = page.locator(f"{ROOT} .attnw-flow-left .attnw-flow-tok")
+    right = page.locator(f"{ROOT} .attnw-flow-right .attnw-flow-tok")
+    assert left.all_text_contents() == exp.tokens == right.all_text_contents()
+    # Input tokens carry the rollout scores of the query (the explanation's own).
+    assert score(left.nth(2)) == pytest.approx(exp.scores["rollout"][2], rel=1e-5)
+
+    # Click a top-layer token -> Python.
+    right.nth(3).click()
+    wait_until(lambda: (view.selected_layer, view.selected_token) == (layers, 3))
+    page.locator(f"{ROOT}[data-selected='{layers}:3']").wait_for()
+    # Click an input token -> the reverse: top nodes coloured.
+    left.nth(2).click()
+    wait_until(lambda: (view.selected_layer, view.selected_token) == (0, 2))
+    page.locator(f"{ROOT}[data-selected='0:2']").wait_for()
+    assert right.nth(0).get_attribute("data-score") is not None
+    assert left.nth(0).get_attribute("data-score") is None
+    # Click a middle node on the canvas.
+    page.locator(f"{ROOT} canvas.attnw-flow-canvas-paths").click(position=node_position(page, 2, 5))
+    wait_until(lambda: (view.selected_layer, view.selected_token) == (2, 5))
+
+    # Python -> page: method and selection.
+    view.method = "raw"
+    view.select(layers, 1)
+    page.locator(
+        f"{ROOT}[data-method=raw][data-selected='{layers}:1'][data-state=ready]"
+    ).wait_for()
+    raw_paths = int(state(page, "paths"))
+    assert raw_paths > 0 and page.locator(f"{ROOT} select.attnw-flow-method").input_value() == "raw"
+    view.threshold = 0.5  # fewer lines
+    page.wait_for_function(f"() => +document.querySelector('{ROOT}').dataset.paths < {raw_paths}")
+    assert page.locator(f"{ROOT} .attnw-flow-threshold-value").text_content() == "0.500"
+    view.threshold = 0.02
+
+    # Flow: asked from the kernel, answered with binary buffers, drawn.
+    view.method = "flow"
+    page.locator(f"{ROOT}[data-method=flow][data-source=kernel][data-state=ready]").wait_for()
+    expected = attention_flow(exp.attentions, rows=[1])[0]
+    # Kernel numbers arrive as float32 and are shown as numpy prints them.
+    assert left.nth(4).get_attribute("data-score") == str(np.float32(expected[4]))
+    assert int(state(page, "paths")) > 0
+    # Method from the page's picker -> Python; grad_attention also comes from the kernel.
+    page.locator(f"{ROOT} select.attnw-flow-method").select_option("grad_attention")
+    wait_until(lambda: view.method == "grad_attention")
+    page.locator(
+        f"{ROOT}[data-method=grad_attention][data-source=kernel][data-state=ready]"
+    ).wait_for()
+
+    # Hover: a node, then a line: near node (1, 6) on the right of it the
+    # nearest line is the residual lane (2, 6) → (1, 6).
+    canvas = page.locator(f"{ROOT} canvas.attnw-flow-canvas-paths")
+    canvas.hover(position=node_position(page, 1, 1))
+    tip = page.locator(f"{ROOT} .attnw-flow-tip")
+    tip.wait_for(state="visible")
+    assert tip.text_content().startswith("Node layer 1 #1")
+    canvas.hover(position=node_position(page, 1, 6, dx=10))
+    page.wait_for_function(
+        f"() => document.querySelector('{ROOT} .attnw-flow-tip').textContent.startsWith('Layer 2:')"
+    )
+    text = tip.text_content()
+    assert '#6 "' in text and "(node layers 2 → 1): Â = " in text
+    page_watch.assert_clean()
+
+
+def test_progress_shows_and_the_page_stays_usable(
+    page_watch, solara_test, page_session, monkeypatch
+) -> None:
+    tokens = [f"w{i}" for i in range(12)]
+    rng = np.random.default_rng(0)
+    attentions = rng.random((3, 2, 12, 12)) ** 4
+    attentions = (attentions / attentions.sum(-1, keepdims=True)).astype(np.float32)
+    view = FlowView(Explanation.from_attentions(attentions, tokens))
+    release = threading.Event()
+    compute = flow_module.compute_paths
+
+    def slow(*args: Any, progress: Any = None, **kwargs: Any) -> Any:
+        for done in range(3):  # a slow computation that reports progress
+            if progress is not None:
+                progress(done, 3)
+            release.wait(0.5)
+        return compute(*args, progress=progress, **kwargs)
+
+    monkeypatch.setattr(flow_module, "compute_paths", slow)
+    monkeypatch.setattr(flow_module, "PROGRESS_INTERVAL", 0.0)
+    display(view)
+    page = page_session
+    page.locator(f"{ROOT}[data-state=ready]").wait_for()
+    view.method = "flow"
+    page.locator(f"{ROOT}[data-state=computing]").wait_for()
+    bar = page.locator(f"{ROOT} .attnw-flow-progress")
+    bar.wait_for(state="visible")
+    # While the kernel works the page still answers: hovering shows a tooltip.
+    page.locator(f"{ROOT} canvas.attnw-flow-canvas-paths").hover(position=node_position(page, 2, 3))
+    page.locator(f"{ROOT} .attnw-flow-tip").wait_for(state="visible")
+    release.set()
+    page.locator(f"{ROOT}[data-state=ready][data-source=kernel]").wait_for()
+    assert bar.is_hidden()
+    page_watch.assert_clean()
+
+
+def test_token_text_is_never_markup(page_watch, solara_test, page_session) -> None:
+    tokens = ["[CLS]", *XSS_TOKENS, "ok", "[SEP]"]
+    rng = np.random.default_rng(1)
+    attentions = rng.random((2, 2, 5, 5)).astype(np.float32)
+    attentions /= attentions.sum(-1, keepdims=True)
+    view = FlowView(Explanation.from_attentions(attentions, tokens))
+    display(view)
+    page = page_session
+    page.locator(f"{ROOT}[data-state=ready]").wait_for()
+    left = page.locator(f"{ROOT} .attnw-flow-left .attnw-flow-tok")
+    assert left.all_text_contents() == tokens
+    page.wait_for_timeout(300)  # let an injected handler fire (it must not)
+    assert page.evaluate("window.__xss") is None
+    assert page.locator(f"{ROOT} img, {ROOT} script").count() == 0
+    page.locator(f"{ROOT} canvas.attnw-flow-canvas-paths").hover(position=node_position(page, 1, 1))
+    tip = page.locator(f"{ROOT} .attnw-flow-tip")
+    tip.wait_for(state="visible")
+    assert XSS_TOKENS[0] in tip.text_content()
+    left.nth(2).click()
+    wait_until(lambda: (view.selected_layer, view.selected_token) == (0, 2))
+    assert page.evaluate("window.__xss") is None
+    page_watch.assert_clean()
+
+
+def test_explorer_typing_reexplains(page_watch, solara_test, page_session) -> None:
+    model, tokenizer = demo_model()
+    explorer = Explorer(model, tokenizer, "the keys to the cabinet")
+    display(explorer)
+    page = page_session
+    # The flow view sits in a tab that is not shown: attached, not visible.
+    page.locator(f"{ROOT}[data-state=ready]").wait_for(state="attached")
+    page.locator(".attnw-saliency .attnw-tok").first.wait_for()
+    box = page.locator(".attnw-explorer-text input")
+    box.fill("the key near the old doors")
+    box.press("Enter")
+    wait_until(lambda: explorer.explanation is not None and "doors" in explorer.explanation.tokens)
+    flow = explorer.views["flow"]
+    assert flow.tokens == explorer.explanation.tokens
+    page.wait_for_function(
+        f"() => Array.from(document.querySelectorAll('{ROOT} .attnw-flow-left .attnw-flow-tok'))"
+        ".some(e => e.textContent === 'doors')"
+    )
+    # Bad input is reported in the Explorer; the views keep the last explanation.
+    box.fill("")
+    box.press("Enter")
+    wait_until(lambda: explorer.error != "")
+    page.locator(".attnw-explorer-status", has_text="Error").wait_for()
+    assert "doors" in explorer.views["flow"].tokens
+    page_watch.assert_clean()
+
+
+def test_saved_page_draws_page_methods_without_a_kernel(page, tmp_path) -> None:
+    exp = demo_explanation()
+    view = FlowView(exp, method="flow")
+    path = tmp_path / "flow.html"
+    view.to_html(path)
+    requests: list[str] = []
+    errors: list[str] = []
+    page.on("request", lambda request: requests.append(request.url))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(path.as_uri())
+    # Flow needs the kernel: the saved page says so instead of waiting.
+    page.locator(f"{ROOT}[data-state=offline]").wait_for()
+    assert "saved page" in page.locator(f"{ROOT} .attnw-status").text_content()
+    page.locator(f"{ROOT} select.attnw-flow-method").select_option("rollout")
+    page.locator(f"{ROOT}[data-state=ready][data-source=page]").wait_for()
+    page.locator(f"{ROOT} .attnw-flow-right .attnw-flow-tok").nth(2).click()
+    page.locator(f"{ROOT}[data-selected='{exp.num_layers}:2']").wait_for()
+    assert int(state(page, "paths")) > 0
+    assert requests == [path.as_uri()] and not errors  # nothing fetched, nothing failed

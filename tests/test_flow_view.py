@@ -1,0 +1,265 @@
+"""FlowView (Python side): traits, validation, wire buffers, the compute handler.
+
+The handler's numbers are checked against the library's own methods computed
+independently here (rollout, attention_flow, raw_attention, grad_attention).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+import pytest
+import traitlets
+
+from attnwidget import demo, explain
+from attnwidget.explanation import Explanation
+from attnwidget.methods import attention_flow, grad_attention, raw_attention
+from attnwidget.methods._graph import add_residual, fuse_heads
+from attnwidget.methods.paths import _max_flow_edges, path_methods
+from attnwidget.methods.rollout import rollout
+from attnwidget.views import FlowView
+from attnwidget.views import flow_view as flow_module
+from attnwidget.views.flow_view import decode_paths, encode_paths
+
+
+def peaked(layers: int, heads: int, n: int, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    weights = rng.random((layers, heads, n, n)) ** 4
+    return (weights / weights.sum(-1, keepdims=True)).astype(np.float32)
+
+
+@functools.cache
+def encoder_explanation() -> Explanation:
+    model, tokenizer = demo.load("sva-encoder")
+    text = demo.sentences(1, seed=0)[0].text
+    return explain(model, tokenizer, text, methods=["raw", "rollout", "grad_attention", "lrp"])
+
+
+def ask(view: FlowView, method: str, layer: int, token: int) -> dict[str, Any]:
+    """Call the compute handler directly; decode its reply."""
+    content = {
+        "type": "compute",
+        "id": 7,
+        "version": view.version,
+        "method": method,
+        "layer": layer,
+        "token": token,
+    }
+    meta, buffers = view._compute_reply(content)
+    assert meta["type"] == "paths" and meta["id"] == 7 and meta["version"] == view.version
+    assert all(isinstance(b, bytes) for b in buffers)  # binary buffers, not JSON floats
+    return {**meta, **decode_paths(meta, buffers)}
+
+
+def test_traits_and_defaults() -> None:
+    exp = encoder_explanation()
+    view = FlowView(exp)
+    layers, n = exp.num_layers, len(exp.tokens)
+    assert view.shape == [layers, n] and view.tokens == exp.tokens
+    assert view.methods == ["raw", "rollout", "flow", "grad_attention", "lrp"]
+    assert view.signed == [False, False, False, False, True]
+    assert view.local_methods == ["raw", "rollout"]
+    assert (view.selected_layer, view.selected_token) == (layers, exp.query_index)
+    assert view.method == "rollout" and view.threshold == 0.02
+    assert "singular" in view.caption or "plural" in view.caption
+    # Attention-only explanations have no gradient or LRP paths.
+    plain = Explanation.from_attentions(peaked(2, 2, 5), ["a", "b", "c", "d", "e"])
+    assert FlowView(plain).methods == ["raw", "rollout", "flow"]
+    assert path_methods(plain) == ["raw", "rollout", "flow"]
+
+
+def test_validation_names_the_range_and_the_methods() -> None:
+    view = FlowView(Explanation.from_attentions(peaked(3, 2, 6), list("abcdef")))
+    with pytest.raises(traitlets.TraitError, match=r"0 \(input tokens\) \.\. 3"):
+        view.selected_layer = 4
+    with pytest.raises(traitlets.TraitError, match=r"-1 for no selection or a token index 0\.\.5"):
+        view.selected_token = 6
+    with pytest.raises(traitlets.TraitError, match="'raw', 'rollout', 'flow'"):
+        view.method = "nonsense"
+    with pytest.raises(traitlets.TraitError, match="not a path method"):
+        view.method = "input_x_gradient"
+    with pytest.raises(traitlets.TraitError, match="needs data this explanation lacks"):
+        view.method = "grad_attention"
+    with pytest.raises(traitlets.TraitError, match="between 0 and 1"):
+        view.threshold = 1.5
+    with pytest.raises(traitlets.TraitError):
+        view.select(1, 99)  # the pair is checked before anything changes
+    assert (view.selected_layer, view.selected_token) == (3, 0)
+    view.select(1, 2)
+    assert (view.selected_layer, view.selected_token) == (1, 2)
+    with pytest.raises(TypeError, match="Explanation"):
+        FlowView(np.zeros((2, 2, 3, 3)))  # type: ignore[arg-type]
+
+
+def test_fused_buffer_decodes_to_the_fused_attention(monkeypatch: pytest.MonkeyPatch) -> None:
+    attentions = peaked(3, 4, 9)
+    view = FlowView(Explanation.from_attentions(attentions, [f"t{i}" for i in range(9)]))
+    assert isinstance(view.fused, bytes) and view.fused_layers == 3
+    expected = fuse_heads(attentions.astype(np.float64)).astype(np.float32)
+    assert np.array_equal(view.wire_attention(), expected)
+    assert np.array_equal(np.frombuffer(view.fused, dtype="<f4").reshape(3, 9, 9), expected)
+    # A state budget of one layer: the rest is sent on request, one layer a message.
+    monkeypatch.setattr(flow_module, "PRELOAD_BYTES", 9 * 9 * 4)
+    small = FlowView(Explanation.from_attentions(attentions, [f"t{i}" for i in range(9)]))
+    assert small.fused_layers == 1 and len(small.fused) == 9 * 9 * 4
+    reply, buffers = small._layer_reply({"type": "request", "layer": 2})
+    assert reply == {"type": "layer", "version": small.version, "layer": 2}
+    assert np.array_equal(np.frombuffer(buffers[0], dtype="<f4").reshape(9, 9), expected[2])
+    with pytest.raises(ValueError, match="out of range"):
+        small._layer_reply({"type": "request", "layer": 3})
+
+
+def test_compute_rollout_and_raw_match_the_methods() -> None:
+    attentions = peaked(4, 3, 8, seed=1)
+    view = FlowView(Explanation.from_attentions(attentions, [f"t{i}" for i in range(8)]))
+    maps = rollout(attentions)  # computed independently of the view
+    adjusted = add_residual(fuse_heads(attentions.astype(np.float64)))
+
+    down = ask(view, "rollout", 4, 5)
+    assert np.allclose(down["nodes"][0], maps[-1][5], atol=1e-6)
+    assert np.allclose(down["edges"].sum(axis=(1, 2)), 1.0, atol=1e-5)
+    # Contribution of edge (4, 5) → (3, j) = mass(4, 5)=1 × Â_4[5, j].
+    assert np.allclose(down["edges"][3, 5], adjusted[3, 5], atol=1e-6)
+    # Edge (3, i) → (2, j): mass(3, i) = Â_4[5, i] times Â_3[i, j].
+    expected = adjusted[3, 5][:, None] * adjusted[2]
+    assert np.allclose(down["edges"][2], expected, atol=1e-6)
+
+    up = ask(view, "rollout", 0, 2)
+    assert np.allclose(up["nodes"][4], maps[-1][:, 2], atol=1e-6)
+    assert np.allclose(up["edges"][3].sum(axis=1), maps[-1][:, 2], atol=1e-6)
+
+    middle = ask(view, "rollout", 2, 1)
+    assert np.allclose(middle["nodes"][0], maps[1][1], atol=1e-6)
+    assert np.allclose(middle["nodes"][4], (adjusted[3] @ adjusted[2])[:, 1], atol=1e-6)
+
+    raw = ask(view, "raw", 4, 0)
+    assert np.allclose(raw["nodes"][0], raw_attention(attentions, layer=-1)[0], atol=1e-6)
+    raw_up = ask(view, "raw", 0, 3)
+    assert np.allclose(raw_up["nodes"][4], raw_attention(attentions, layer=-1)[:, 3], atol=1e-6)
+
+
+def test_compute_flow_matches_attention_flow_and_is_a_flow() -> None:
+    attentions = peaked(4, 2, 7, seed=2)
+    view = FlowView(Explanation.from_attentions(attentions, [f"t{i}" for i in range(7)]))
+    adjusted = add_residual(fuse_heads(attentions.astype(np.float64)))
+    full = attention_flow(attentions, rows=None)  # (n, n), row-normalised
+
+    down = ask(view, "flow", 4, 3)
+    assert np.allclose(down["nodes"][0], full[3], atol=1e-6)
+    edges = down["edges"].astype(np.float64)
+    assert np.allclose(edges.sum(axis=(1, 2)), 1.0, atol=1e-5)
+    # Conservation: what enters each middle node leaves it.
+    for layer in range(1, 4):
+        assert np.allclose(edges[layer].sum(axis=0), edges[layer - 1].sum(axis=1), atol=1e-5)
+    # What reaches each input token is its flow value (up to the 2**-30 rounding).
+    assert np.allclose(edges[0].sum(axis=0), full[3], atol=1e-4)
+
+    up = ask(view, "flow", 0, 4)
+    assert np.allclose(up["nodes"][4], full[:, 4], atol=1e-6)
+    assert np.allclose(up["edges"][3].astype(np.float64).sum(axis=1), full[:, 4], atol=1e-4)
+    # Each superposed max flow is feasible: within the capacities Â, conserved,
+    # and its value is the exact max flow (up to the 2**-30 rounding).
+    stack = [adjusted[layer] for layer in (3, 2, 1, 0)]
+    raw = attention_flow(attentions, rows=[3], normalize=False)[0]
+    for sink in range(7):
+        value, flows = _max_flow_edges(stack, 3, sink)
+        assert all(np.all(f <= c + 1e-12) for f, c in zip(flows, stack, strict=True))
+        for d in range(3):
+            assert np.allclose(flows[d].sum(axis=0), flows[d + 1].sum(axis=1), atol=1e-9)
+        assert abs(value - raw[sink]) < 1e-5
+
+
+def test_compute_grad_attention_and_lrp_match_the_explanation() -> None:
+    exp = encoder_explanation()
+    view = FlowView(exp)
+    layers, q = exp.num_layers, exp.query_index
+    grad = ask(view, "grad_attention", layers, q)
+    relevance = grad_attention(exp.attentions, exp.attention_grads)
+    assert np.allclose(grad["nodes"][0], relevance[q], rtol=1e-5, atol=1e-6)
+    assert np.allclose(grad["nodes"][0], exp.scores["grad_attention"], rtol=1e-5, atol=1e-6)
+    lrp = ask(view, "lrp", layers, q)
+    assert lrp["signed"] is True
+    assert np.allclose(lrp["nodes"][0], exp.scores["lrp"], rtol=1e-5, atol=1e-6)
+    heads_summed = exp.details["lrp"]["attention_relevance"].sum(axis=1)
+    # Edges under 1e-6 of their layer's total are not sent.
+    floor = 1e-6 * np.abs(heads_summed).sum(axis=(1, 2)).max()
+    assert np.allclose(lrp["edges"], heads_summed, rtol=1e-4, atol=floor * 1.01)
+    # Rollout at the query equals the explanation's own rollout score.
+    roll = ask(view, "rollout", layers, q)
+    assert np.allclose(roll["nodes"][0], exp.scores["rollout"], atol=1e-6)
+
+
+def test_message_handler_progress_stale_and_errors(monkeypatch: pytest.MonkeyPatch) -> None:
+    view = FlowView(Explanation.from_attentions(peaked(4, 2, 6), list("abcdef")))
+    sent: list[tuple[dict[str, Any], list[Any]]] = []
+    monkeypatch.setattr(view, "send", lambda content, buffers=None: sent.append((content, buffers)))
+    request = {"type": "compute", "id": 3, "version": view.version, "method": "flow"}
+    view._on_message(view, {**request, "layer": 4, "token": 1}, [])
+    kinds = [content["type"] for content, _ in sent]
+    assert kinds[0] == "progress" and kinds[-1] == "paths"
+    assert sent[-1][0]["id"] == 3 and len(sent[-1][1]) == 4
+    assert all(isinstance(b, memoryview) for b in sent[-1][1])
+
+    sent.clear()
+    view._on_message(view, {**request, "version": view.version + 5, "layer": 4, "token": 1}, [])
+    assert sent[0][0]["type"] == "error" and "version" in sent[0][0]["message"]
+    sent.clear()
+    view._on_message(view, {**request, "layer": 9, "token": 1}, [])
+    assert sent[0][0]["type"] == "error" and "0 (input tokens) .. 4" in sent[0][0]["message"]
+    sent.clear()
+    view._on_message(view, {**request, "method": "bogus", "layer": 4, "token": 1}, [])
+    assert (
+        sent[0][0]
+        == {
+            "type": "error",
+            "id": 3,
+            "message": sent[0][0]["message"],
+        }
+        and "'rollout'" in sent[0][0]["message"]
+    )
+
+
+def test_replies_stay_under_the_message_limit() -> None:
+    view = FlowView(Explanation.from_attentions(peaked(3, 2, 10), [f"t{i}" for i in range(10)]))
+    result = view.paths("rollout", 3, 0)
+    meta, buffers = encode_paths(result, max_edges=25)
+    assert sum(meta["counts"]) == 25 and meta["dropped"] > 0 and meta["floor"] > 1e-6
+    decoded = decode_paths(meta, buffers)
+    kept = np.abs(decoded["edges"]) > 0
+    # The edges kept are the strongest shares.
+    share = np.abs(result.edges) / np.abs(result.edges).sum(axis=(1, 2), keepdims=True)
+    assert share[kept].min() >= share[~kept].max() - 1e-12
+    assert np.allclose(decoded["totals"], np.abs(result.edges).sum(axis=(1, 2)), rtol=1e-6)
+
+
+def test_set_explanation_keeps_what_still_applies() -> None:
+    view = FlowView(Explanation.from_attentions(peaked(3, 2, 8), [f"t{i}" for i in range(8)]))
+    view.method = "flow"
+    view.select(2, 7)
+    version = view.version
+    view.set_explanation(Explanation.from_attentions(peaked(3, 2, 5), list("abcde")))
+    assert view.version == version + 1 and view.method == "flow"
+    assert (view.selected_layer, view.selected_token) == (3, 0)  # 7 is gone: the query
+    view.select(1, 2)
+    view.set_explanation(Explanation.from_attentions(peaked(3, 2, 6), list("abcdef")))
+    assert (view.selected_layer, view.selected_token) == (1, 2)
+    selection = view.selection
+    assert selection is not None and selection["text"] == "c"
+    assert selection["down"].shape == (6,) and selection["up"].shape == (6,)
+    html = view.to_html()
+    assert 'data-attnwidget-view="flow"' in html
+
+
+def test_export_embeds_every_layer(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(flow_module, "PRELOAD_BYTES", 6 * 6 * 4)
+    view = FlowView(Explanation.from_attentions(peaked(3, 2, 6), list("abcdef")))
+    assert view.fused_layers == 1
+    view._exporting = True
+    try:
+        state = view.get_state()
+    finally:
+        view._exporting = False
+    assert state["fused_layers"] == 3 and len(state["fused"]) == 3 * 6 * 6 * 4
+    assert view.get_state()["fused_layers"] == 1
