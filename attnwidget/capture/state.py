@@ -16,10 +16,10 @@ from typing import Any
 import torch
 
 
-def _all_configs(model: torch.nn.Module) -> list[Any]:
+def _all_configs(model: torch.nn.Module, modules: list[torch.nn.Module] | None = None) -> list[Any]:
     """Every config object reachable from the model (sub-configs included), once each."""
     seen: dict[int, Any] = {}
-    pending = [getattr(m, "config", None) for m in model.modules()]
+    pending = [getattr(m, "config", None) for m in (modules or model.modules())]
     while pending:
         config = pending.pop()
         if config is None or id(config) in seen or not hasattr(config, "to_dict"):
@@ -33,25 +33,33 @@ def _all_configs(model: torch.nn.Module) -> list[Any]:
 @contextmanager
 def capture_ready(model: torch.nn.Module) -> Iterator[torch.nn.Module]:
     """Context manager: eval mode, eager attention, frozen parameters; all restored."""
-    modes = [(module, module.training) for module in model.modules()]
-    hooks = _hook_snapshot(model)
+    # One walk over the modules serves every snapshot: explain() on a small
+    # model is dominated by this bookkeeping otherwise.
+    modules = list(model.modules())
+    modes = [module.training for module in modules]
+    hooks = _hook_snapshot(modules)
     flags = [(param, param.requires_grad) for param in model.parameters()]
-    configs = _all_configs(model)
     implementations = [
-        (config, config.__dict__.get("_attn_implementation_internal")) for config in configs
+        (config, config.__dict__.get("_attn_implementation_internal"))
+        for config in _all_configs(model, modules)
     ]
     try:
-        model.eval()
-        for param, _ in flags:
-            param.requires_grad_(False)
+        for module in modules:
+            # object.__setattr__ skips nn.Module's slow attribute routing;
+            # ``training`` is a plain attribute (this is what eval() sets).
+            object.__setattr__(module, "training", False)
+        for param, flag in flags:
+            if flag:
+                param.requires_grad_(False)
         _switch_to_eager(model)
         yield model
     finally:
         _restore_hooks(hooks)
         for param, flag in flags:
-            param.requires_grad_(flag)
-        for module, mode in modes:
-            module.training = mode
+            if param.requires_grad != flag:
+                param.requires_grad_(flag)
+        for module, mode in zip(modules, modes, strict=True):
+            object.__setattr__(module, "training", mode)
         for config, implementation in implementations:
             if "_attn_implementation_internal" in config.__dict__ or implementation is not None:
                 config._attn_implementation_internal = implementation
@@ -74,9 +82,11 @@ _HOOK_DICTS = (
 _HOOK_MARK = "_output_capturing_hooks_installed"
 
 
-def _hook_snapshot(model: torch.nn.Module) -> list[tuple[torch.nn.Module, dict[str, set], Any]]:
+def _hook_snapshot(
+    modules: list[torch.nn.Module],
+) -> list[tuple[torch.nn.Module, dict[str, set], Any]]:
     snapshot = []
-    for module in model.modules():
+    for module in modules:
         keys = {name: set(getattr(module, name, {}) or {}) for name in _HOOK_DICTS}
         snapshot.append((module, keys, module.__dict__.get(_HOOK_MARK, _MISSING)))
     return snapshot
