@@ -34,6 +34,7 @@ from .methods import (
     raw_attention,
     register,
 )
+from .methods.lrp import chefer2021, lrp
 from .methods.rollout import rollout
 
 __version__ = "0.1.0"
@@ -59,12 +60,14 @@ __all__ = [
     "attention_flow",
     "available_methods",
     "blank_out",
+    "chefer2021",
     "explain",
     "get_method",
     "grad_attention",
     "head_view",
     "input_x_gradient",
     "integrated_gradients",
+    "lrp",
     "model_view",
     "raw_attention",
     "register",

@@ -74,3 +74,8 @@ def compute_scores(
             details[spec.name] = extra
         scores[spec.name] = np.asarray(result, dtype=np.float32)
     return scores, details
+
+
+# Registers "lrp" and "chefer2021", after the methods above (registration order is
+# the order of available_methods()).
+from . import lrp as _lrp  # noqa: E402, F401

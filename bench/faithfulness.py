@@ -1,0 +1,185 @@
+"""Faithfulness of every method on the shipped demo models (subject–verb agreement).
+
+Run: ``python bench/faithfulness.py [--n 500] [--seed 0] [--models sva-encoder sva-causal]``.
+
+For each demo model and each of ``n`` held-out sentences with attractors
+(``attnwidget.demo.sentences(n, seed=seed)``), every method explains the gold
+target (the encoder's class label, the causal LM's agreeing verb) through
+:func:`attnwidget.explain`. Candidate tokens are the words: special tokens
+and the query position itself are left out (for the causal LM the query is
+the last word; rollout-like methods give it a share by construction).
+
+* **Subject top-1 rate**: how often the highest-scored word is the subject's
+  head noun (``subject_index``).
+* **Perturbation AUC** (Chefer et al., CVPR 2021, section 5): the words are
+  replaced by ``[UNK]`` (positions and length stay as they are; deleting words
+  would shift every position and mix two effects) in order of the method's
+  scores, most relevant first (*positive*, lower is better) or least relevant
+  first (*negative*, higher is better), 0 %, 10 %, …, 90 % of the words
+  (``round(f·m)`` of the m words at fraction f). At each step, over all
+  sentences: **accuracy** (the encoder predicts the gold class; the causal LM
+  scores the agreeing verb above the other one) and the mean **target
+  probability** (softmax over all classes / the whole vocabulary). AUC = the
+  trapezoid rule over the fractions 0 … 0.9 (x in fractions), ×100, so a
+  curve that stays at 1 gives 90. ``random`` (a seeded random order) is the
+  reference a method should beat.
+
+Prints markdown tables; :func:`evaluate` returns the numbers (used by
+``tests/test_faithfulness.py``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+import attnwidget
+from attnwidget import demo
+
+METHODS = [
+    "raw",
+    "rollout",
+    "flow",
+    "grad_attention",
+    "input_x_gradient",
+    "integrated_gradients",
+    "blank_out",
+    "lrp",
+    "chefer2021",
+]
+FRACTIONS = np.round(np.arange(10) / 10, 1)
+
+
+@dataclass
+class Result:
+    """Per-method numbers for one model."""
+
+    subject_rate: dict[str, float] = field(default_factory=dict)
+    # curves[(method, order)] = (accuracy per fraction, probability per fraction)
+    curves: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+
+    def auc(self, method: str, order: str, metric: str) -> float:
+        accuracy, probability = self.curves[(method, order)]
+        values = accuracy if metric == "accuracy" else probability
+        return float(np.trapezoid(values, FRACTIONS) * 100)
+
+
+def _targets(model_name: str, example: demo.SVAExample) -> str:
+    return example.label if model_name == "sva-encoder" else example.verb
+
+
+def _scorer(model, tokenizer, model_name: str, target: str):
+    """ids (B, n) -> (correct (B,) bool, target probability (B,))."""
+    if model_name == "sva-encoder":
+        gold = model.config.label2id[target]
+
+        def score(ids: torch.Tensor):
+            with torch.no_grad():
+                probs = model(input_ids=ids).logits.float().softmax(-1)
+            return (probs.argmax(-1) == gold).numpy(), probs[:, gold].numpy()
+
+        return score
+    verbs = {
+        "is": tokenizer.convert_tokens_to_ids("is"),
+        "are": tokenizer.convert_tokens_to_ids("are"),
+    }
+    gold, other = verbs[target], verbs["are" if target == "is" else "is"]
+
+    def score(ids: torch.Tensor):
+        with torch.no_grad():
+            logits = model(input_ids=ids).logits[:, -1].float()
+        probs = logits.softmax(-1)
+        return (logits[:, gold] > logits[:, other]).numpy(), probs[:, gold].numpy()
+
+    return score
+
+
+def _perturbed(ids: np.ndarray, order: np.ndarray, blank: int) -> torch.Tensor:
+    """One row per fraction: the first round(f·m) tokens of ``order`` replaced by ``blank``."""
+    rows = np.repeat(ids[None], len(FRACTIONS), axis=0)
+    for row, fraction in enumerate(FRACTIONS):
+        rows[row, order[: round(fraction * len(order))]] = blank
+    return torch.as_tensor(rows)
+
+
+def evaluate(
+    model_name: str,
+    n: int,
+    seed: int,
+    methods: list[str] | None = None,
+    options: dict[str, dict] | None = None,
+) -> Result:
+    """Subject rates and perturbation curves of ``methods`` (+ ``random``) on one demo model.
+
+    ``options`` are per-method options for :func:`attnwidget.explain`.
+    """
+    methods = list(METHODS if methods is None else methods)
+    model, tokenizer = demo.load(model_name)
+    model.eval()
+    examples = demo.sentences(n, seed=seed, model=model_name)
+    rng = np.random.default_rng(seed)
+    blank = tokenizer.unk_token_id
+    hits = dict.fromkeys(methods, 0)
+    sums = {
+        (m, o): (np.zeros(len(FRACTIONS)), np.zeros(len(FRACTIONS)))
+        for m in [*methods, "random"]
+        for o in ("positive", "negative")
+    }
+    for example in examples:
+        target = _targets(model_name, example)
+        exp = attnwidget.explain(
+            model, tokenizer, example.text, target=target, methods=methods, method_options=options
+        )
+        is_word = ~np.isin(exp.input_ids, tokenizer.all_special_ids)
+        is_word[exp.query_index] = False
+        words = np.flatnonzero(is_word)
+        score = _scorer(model, tokenizer, model_name, target)
+        orders = {m: words[np.argsort(-exp.scores[m][words], kind="stable")] for m in methods}
+        orders["random"] = rng.permutation(words)
+        for name, order in orders.items():
+            if name in hits:
+                hits[name] += int(order[0] == example.subject_index)
+            for kind, chosen in (("positive", order), ("negative", order[::-1])):
+                correct, probability = score(_perturbed(exp.input_ids, chosen, blank))
+                sums[(name, kind)][0][:] += correct
+                sums[(name, kind)][1][:] += probability
+    result = Result(subject_rate={m: hits[m] / len(examples) for m in methods})
+    for key, (accuracy, probability) in sums.items():
+        result.curves[key] = (accuracy / len(examples), probability / len(examples))
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--n", type=int, default=500)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--models", nargs="+", default=["sva-encoder", "sva-causal"])
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    methods = [m for m in METHODS if m in attnwidget.available_methods()]
+    for model_name in args.models:
+        start = time.perf_counter()
+        result = evaluate(model_name, args.n, args.seed, methods)
+        print(f"\n## {model_name}: {args.n} held-out sentences with attractors, seed {args.seed}")
+        print(f"({time.perf_counter() - start:.0f} s; words replaced by [UNK])\n")
+        print(
+            "| method | subject top-1 | AUC acc. pos. ↓ | AUC acc. neg. ↑ "
+            "| AUC prob. pos. ↓ | AUC prob. neg. ↑ |"
+        )
+        print("|---|---|---|---|---|---|")
+        for name in [*methods, "random"]:
+            rate = f"{result.subject_rate[name]:.1%}" if name in result.subject_rate else "–"
+            cells = [
+                f"{result.auc(name, order, metric):.1f}"
+                for metric in ("accuracy", "probability")
+                for order in ("positive", "negative")
+            ]
+            print(f"| `{name}` | {rate} | " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    main()
