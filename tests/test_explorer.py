@@ -117,3 +117,12 @@ def test_unknown_target_is_reported() -> None:
     model, tokenizer = encoder()
     explorer = Explorer(model, tokenizer, "the keys", target="sideways")
     assert explorer.explanation is None and "sideways" in explorer.error
+
+
+def test_explorer_offers_the_lrp_methods_where_supported() -> None:
+    from attnwidget import demo
+
+    model, tokenizer = demo.load("sva-encoder")
+    explorer = Explorer(model, tokenizer, "the keys to the cabinet")
+    assert {"lrp", "chefer2021"} <= set(explorer.explanation.scores)
+    assert {"lrp", "chefer2021"} <= set(explorer.views["flow"].methods)

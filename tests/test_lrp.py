@@ -423,3 +423,22 @@ def test_chefer2021_later_layers_multiply_on_the_left_and_heads_average() -> Non
     assert np.allclose(chefer2021(grads, rel), bars[2] @ bars[1] @ bars[0])
     assert not np.allclose(bars[2] @ bars[1] @ bars[0], bars[0] @ bars[1] @ bars[2])
     assert np.allclose(chefer2021(grads, rel).sum(-1), 1.0)
+
+
+def test_chefer2021_paths_end_in_its_scores() -> None:
+    """The flow view's chefer2021 paths, from the query node down, reach the scores."""
+    from attnwidget.methods.paths import compute_paths
+
+    model, tokenizer = build("bert-cls")
+    exp = attnwidget.explain(model, tokenizer, "the keys to the cabinet", methods=["chefer2021"])
+    maps = exp.details["chefer2021"]["layer_maps"]
+    assert np.allclose(maps.sum(-1), 1.0)
+    paths = compute_paths(exp, "chefer2021", exp.num_layers, exp.query_index)
+    assert np.allclose(paths.nodes[0], exp.scores["chefer2021"], atol=1e-6)
+    # A map computed here from the definition, independently of the module.
+    start = exp.details["chefer2021"]["start_layer"] % exp.num_layers
+    lrp_only = attnwidget.explain(model, tokenizer, "the keys to the cabinet", methods=["lrp"])
+    unit = lrp_only.details["lrp"]["attention_relevance"] / lrp_only.details["lrp"]["target_score"]
+    top = np.clip(exp.attention_grads[-1] * unit[-1], 0, None).mean(0) + np.eye(len(exp.tokens))
+    if start <= exp.num_layers - 1:
+        assert np.allclose(maps[-1], top / top.sum(-1, keepdims=True), atol=1e-5)

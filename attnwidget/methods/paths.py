@@ -474,6 +474,25 @@ def _grad_attention(explanation: Any, layer: int, token: int, **_options: Any) -
     return PathResult("grad_attention", layer, token, nodes, edges, note=note)
 
 
+def _has_chefer2021(explanation: Any) -> bool:
+    return "layer_maps" in getattr(explanation, "details", {}).get("chefer2021", {})
+
+
+@register_path_method(
+    "chefer2021",
+    applies=_has_chefer2021,
+    summary="Relevance × gradient rollout: mass split along each layer's row-normalised Ā_l.",
+)
+def _chefer2021(explanation: Any, layer: int, token: int, **_options: Any) -> PathResult:
+    maps = explanation.details["chefer2021"]["layer_maps"]
+    nodes, edges = product_paths(maps, layer, token)
+    note = (
+        "chefer2021: edge (l,i)→(l−1,j) carries mass(l,i) × Ā_l[i,j], "
+        "Ā_l = I + E_h[(∇A_l ⊙ R^{A_l})^+] with rows normalised (identity below start_layer)."
+    )
+    return PathResult("chefer2021", layer, token, nodes, edges, note=note)
+
+
 def _has_lrp(explanation: Any) -> bool:
     details = getattr(explanation, "details", {}).get("lrp", {})
     return "attention_relevance" in details and "layer_relevance" in details

@@ -41,6 +41,16 @@ PREDICTED = "predicted"
 _PREDICTED_VALUE = ("__predicted__",)  # a sentinel no label or token id can equal
 
 
+def _default_methods(model: Any) -> list[str]:
+    """explain()'s defaults, plus the LRP methods where the model's family has rules."""
+    from ..methods.lrp.families import supported_model_types
+
+    methods = list(DEFAULT_METHODS)
+    if getattr(getattr(model, "config", None), "model_type", None) in supported_model_types():
+        methods += ["lrp", "chefer2021"]
+    return methods
+
+
 class Explorer(widgets.VBox):
     """Explain one text with every view, and re-explain it as you edit.
 
@@ -49,7 +59,8 @@ class Explorer(widgets.VBox):
             (as for :func:`attnwidget.explain`).
         text: the initial text ("" shows an empty Explorer waiting for text).
         methods: the methods :func:`attnwidget.explain` computes (default
-            :data:`attnwidget.DEFAULT_METHODS`); SaliencyView shows them all.
+            :data:`attnwidget.DEFAULT_METHODS`, plus "lrp" and "chefer2021" for
+            the model families LRP supports); SaliencyView shows them all.
         target: the initial target (label name or index for classifiers, token
             string or id for language models); None = the prediction.
         method: the FlowView's initial method.
@@ -79,7 +90,7 @@ class Explorer(widgets.VBox):
     ) -> None:
         self._model = model
         self._tokenizer = tokenizer
-        self._methods = list(DEFAULT_METHODS if methods is None else methods)
+        self._methods = list(_default_methods(model) if methods is None else methods)
         self._kind = model_kind(model)
         self._explanation: Explanation | None = None
         self._error = ""

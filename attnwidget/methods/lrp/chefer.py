@@ -51,6 +51,22 @@ def chefer2021(gradients: object, relevances: object, *, start_layer: int = DEFA
     every row (the authors' BERT demo overwrote C[0, 0] with the row minimum
     for display; we do not).
     """
+    maps = chefer2021_maps(gradients, relevances, start_layer=start_layer)
+    result = np.eye(maps.shape[-1])
+    for layer_map in maps:
+        result = layer_map @ result
+    return result
+
+
+def chefer2021_maps(
+    gradients: object, relevances: object, *, start_layer: int = DEFAULT_START_LAYER
+) -> np.ndarray:
+    """The per-layer factors of :func:`chefer2021`: (L, n, n), ``Ā_l`` row-normalised.
+
+    Layers below ``start_layer`` are the identity, so the product of the
+    factors (later layers on the left) is :func:`chefer2021`'s matrix; the
+    flow view draws its paths from them.
+    """
     grad = as_attention_array(gradients, name="gradients")
     rel = as_attention_array(relevances, name="relevances")
     if grad.shape != rel.shape:
@@ -62,14 +78,13 @@ def chefer2021(gradients: object, relevances: object, *, start_layer: int = DEFA
     start = start_layer + layers if start_layer < 0 else start_layer
     if not 0 <= start < layers:
         raise IndexError(f"start_layer={start_layer} out of range for {layers} layers.")
-    result = np.eye(n)
+    maps = np.broadcast_to(np.eye(n), (layers, n, n)).copy()
     for layer in range(start, layers):
         product = np.multiply(grad[layer], rel[layer])
         weighted = np.clip(product, 0.0, None, out=product).mean(axis=0)
         weighted[np.diag_indices(n)] += 1.0
-        weighted /= weighted.sum(axis=-1, keepdims=True)
-        result = weighted @ result
-    return result
+        maps[layer] = weighted / weighted.sum(axis=-1, keepdims=True)
+    return maps
 
 
 @register(
@@ -93,5 +108,9 @@ def _score_chefer2021(context: ScoreContext) -> tuple[np.ndarray, dict[str, Any]
     result = run_lrp(context.target_score, **options)
     y = result.target_score
     unit = result.attention_relevance / (y if abs(y) > 1e-12 else np.copysign(1e-12, y))
-    matrix = chefer2021(context.attention_grads, unit, start_layer=start_layer)
-    return context.query_row(matrix), {"start_layer": start_layer}
+    maps = chefer2021_maps(context.attention_grads, unit, start_layer=start_layer)
+    matrix = np.eye(maps.shape[-1])
+    for layer_map in maps:
+        matrix = layer_map @ matrix
+    # The factors travel in details so the flow view can draw chefer2021 paths.
+    return context.query_row(matrix), {"start_layer": start_layer, "layer_maps": maps}
