@@ -13,6 +13,9 @@ fi
 scripts/setup.sh
 # shellcheck disable=SC1091
 . .venv/bin/activate
+# lxt (the AttnLRP authors' library) is the independent reference the LRP
+# tests compare with. --no-deps: it would otherwise pull a CUDA torch build.
+python -m pip install --quiet --no-deps "lxt==2.1"
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 echo "== ruff"
 ruff check .

@@ -391,7 +391,7 @@ def test_chefer2021_scores_match_the_definition_on_lrp_relevance() -> None:
     last = np.eye(len(exp.tokens)) + np.clip(grads[-1] * unit[-1], 0, None).mean(0)
     last /= last.sum(-1, keepdims=True)
     assert np.allclose(exp.scores["chefer2021"], last[exp.query_index], atol=1e-5)
-    assert exp.details["chefer2021"] == {"start_layer": -1}
+    assert exp.details["chefer2021"]["start_layer"] == -1
 
 
 # ---- chefer2021 on arrays ------------------------------------------------------------
