@@ -10,12 +10,12 @@ and that the page logs no errors and requests nothing from outside.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
 from IPython.display import display
+from polling import wait_until
 
 from attnwidget.explanation import Explanation
 from attnwidget.views import HeadView, ModelView
@@ -24,15 +24,6 @@ pytestmark = pytest.mark.browser
 
 TOKENS = ["[CLS]", "the", "cat", "[SEP]", "it", "sat", "[SEP]"]
 XSS_TOKENS = ["<img src=x onerror=window.__xss=1>", "</script><script>window.__xss=2</script>"]
-
-
-def wait_until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
-    """Poll until ``condition()`` is true (kernel-side traits change asynchronously)."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out waiting for the condition")
-        time.sleep(0.02)
 
 
 def peaked(layers: int, heads: int, rows: int, cols: int | None = None, seed: int = 0):

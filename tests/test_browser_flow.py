@@ -13,13 +13,12 @@ from __future__ import annotations
 import functools
 import json
 import threading
-import time
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
 from IPython.display import display
+from polling import wait_until
 
 from attnwidget import demo, explain
 from attnwidget.explanation import Explanation
@@ -32,15 +31,6 @@ pytestmark = pytest.mark.browser
 
 XSS_TOKENS = ["<img src=x onerror=window.__xss=1>", "</script><script>window.__xss=2</script>"]
 ROOT = ".attnw-flow"
-
-
-def wait_until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
-    """Poll until ``condition()`` is true (kernel-side traits change asynchronously)."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out waiting for the condition")
-        time.sleep(0.02)
 
 
 @functools.cache

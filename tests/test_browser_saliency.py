@@ -8,12 +8,10 @@ nothing from outside the machine.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-
 import numpy as np
 import pytest
 from IPython.display import display
+from polling import wait_until
 
 from attnwidget.explanation import Explanation
 from attnwidget.views import SaliencyView
@@ -21,15 +19,6 @@ from attnwidget.views import SaliencyView
 pytestmark = pytest.mark.browser
 
 XSS_TOKENS = ["<img src=x onerror=window.__xss=1>", "</script><script>window.__xss=2</script>"]
-
-
-def wait_until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
-    """Poll until ``condition()`` is true (kernel-side traits change asynchronously)."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out waiting for the condition")
-        time.sleep(0.02)
 
 
 def make_explanation(tokens: list[str]) -> Explanation:

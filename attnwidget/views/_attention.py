@@ -370,6 +370,9 @@ class _AttentionView(_AttnWidget):
     sentence_b_start = traitlets.Int(-1, read_only=True).tag(sync=True)
     preload = traitlets.Bytes(b"", read_only=True).tag(sync=True)
     preload_index = traitlets.List(traitlets.Dict(), read_only=True).tag(sync=True)
+    #: Bumped by ``set_explanation``: tells the page that the attention it has
+    #: loaded belongs to the previous explanation (other traits may not change).
+    _generation = traitlets.Int(0, read_only=True).tag(sync=True)
 
     matrix = traitlets.Unicode("self").tag(sync=True)
     """Which attention is shown: "self", or "encoder"/"decoder"/"cross"."""
@@ -380,26 +383,54 @@ class _AttentionView(_AttnWidget):
 
     def __init__(self, **kwargs: Any) -> None:
         self._attention: AttentionSet | None = None
+        self._explanation: Explanation | None = None
         self._export_budget = 0
+        #: Matrices the page gets whole by other means (ModelView's exact
+        #: thumbnails): never preloaded or exported a second time.
+        self._covered: frozenset[str] = frozenset()
         super().__init__(**kwargs)
         self.on_msg(self._on_message)
 
     # -- data ---------------------------------------------------------------
+
+    def _attention_of(self, explanation: Explanation | AttentionSet) -> AttentionSet:
+        """The validated attention of ``explanation`` (raises before anything changes)."""
+        if isinstance(explanation, AttentionSet):
+            return explanation.checked()
+        return AttentionSet.from_explanation(explanation)
+
+    def _kept_matrix(self, attention: AttentionSet) -> AttentionMatrix:
+        """The matrix shown after a swap: the current one if ``attention`` has it
+        (as ``_set_attention`` decides), else its first."""
+        keys = [m.key for m in attention.matrices]
+        return attention.matrix(self.matrix if self.matrix in keys else keys[0])
+
+    def _swapped(self, explanation: Explanation | AttentionSet) -> None:
+        """Record the new explanation and tell the page its loaded attention is stale."""
+        self._explanation = explanation if isinstance(explanation, Explanation) else None
+        self.set_trait("_generation", self._generation + 1)
+
+    @property
+    def explanation(self) -> Explanation | None:
+        """The explanation shown (None when the view was given bare attention)."""
+        return self._explanation
 
     def _set_attention(
         self,
         attention: AttentionSet,
         first: tuple[int, int | None],
         budget: int = MAX_MESSAGE_BYTES,
+        covered: frozenset[str] = frozenset(),
     ) -> None:
         """Install ``attention``; ``first`` = (layer pos, head pos or None) to preload,
-        within ``budget`` bytes."""
+        within ``budget`` bytes; ``covered``: matrix keys the page already gets whole."""
         self._attention = attention
+        self._covered = covered
         if self.matrix not in [m.key for m in attention.matrices]:
             self.set_trait("matrix", attention.matrices[0].key)
         if not attention.pair_split_applies(self.matrix) and attention.sentence_b_start is None:
             self.set_trait("pair_filter", "all")
-        data, index = _preload(attention, attention.matrix(self.matrix), *first, budget)
+        data, index = _preload(attention, attention.matrix(self.matrix), *first, budget, covered)
         self.set_trait("tokens", list(attention.tokens))
         self.set_trait("decoder_tokens", list(attention.decoder_tokens))
         self.set_trait("matrices", [m.describe() for m in attention.matrices])
@@ -433,7 +464,11 @@ class _AttentionView(_AttnWidget):
         # state carries (the live state stays under the message limit).
         if self._export_budget and "preload" in state and self._attention is not None:
             data, index = _export_preload(
-                self.attention, self.current_matrix(), self._shown_layer(), self._export_budget
+                self.attention,
+                self.current_matrix(),
+                self._shown_layer(),
+                self._export_budget,
+                self._covered,
             )
             state["preload"] = data
             if "preload_index" in state:
@@ -622,8 +657,12 @@ def _pack(
     return b"".join(parts), index
 
 
-def _everything(attention: AttentionSet) -> Iterator[tuple[AttentionMatrix, int, None]]:
+def _everything(
+    attention: AttentionSet, covered: frozenset[str] = frozenset()
+) -> Iterator[tuple[AttentionMatrix, int, None]]:
     for m in attention.matrices:
+        if m.key in covered:
+            continue
         for layer in range(m.shape[0]):
             yield m, layer, None
 
@@ -634,28 +673,35 @@ def _preload(
     layer: int,
     head: int | None,
     budget: int = MAX_MESSAGE_BYTES,
+    covered: frozenset[str] = frozenset(),
 ) -> tuple[bytes, list[dict[str, Any]]]:
     """The initial state's attention: all of it when small, else what is shown first.
 
-    ``budget`` bounds the bytes (the whole initial state is one message).
+    ``budget`` bounds the bytes (the whole initial state is one message);
+    matrices in ``covered`` are left out (the page has them already).
     """
-    total = sum(m.nbytes() for m in attention.matrices)
+    total = sum(m.nbytes() for m in attention.matrices if m.key not in covered)
     if total <= min(PRELOAD_BYTES, budget):
-        return _pack(_everything(attention), budget)
-    if layer < 0:
+        return _pack(_everything(attention, covered), budget)
+    if layer < 0 or first.key in covered:
         return b"", []
     heads = None if head is None else (head, head + 1)
     return _pack(iter([(first, layer, heads)]), budget)
 
 
 def _export_preload(
-    attention: AttentionSet, first: AttentionMatrix, layer: int, budget: int
+    attention: AttentionSet,
+    first: AttentionMatrix,
+    layer: int,
+    budget: int,
+    covered: frozenset[str] = frozenset(),
 ) -> tuple[bytes, list[dict[str, Any]]]:
-    """What an exported page embeds: the shown layer first, then every other, to ``budget``."""
+    """What an exported page embeds: the shown layer first, then every other, to ``budget``
+    (none of the ``covered`` matrices)."""
 
     def order() -> Iterator[tuple[AttentionMatrix, int, None]]:
-        if layer >= 0:
+        if layer >= 0 and first.key not in covered:
             yield first, layer, None
-        yield from _everything(attention)
+        yield from _everything(attention, covered)
 
     return _pack(order(), budget)

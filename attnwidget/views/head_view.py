@@ -100,11 +100,8 @@ class HeadView(_AttentionView):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        attention = (
-            explanation
-            if isinstance(explanation, AttentionSet)
-            else AttentionSet.from_explanation(explanation)
-        )
+        attention = self._attention_of(explanation)
+        self._explanation = explanation if isinstance(explanation, Explanation) else None
         key = matrix or attention.matrices[0].key
         if key not in [m.key for m in attention.matrices]:
             keys = ", ".join(repr(m.key) for m in attention.matrices)
@@ -119,6 +116,33 @@ class HeadView(_AttentionView):
             self.layer = first.layer_ids[position]
             self.heads = list(first.head_ids) if heads is None else list(heads)
             self.selected_token = selected_token
+
+    def set_explanation(self, explanation: Explanation | AttentionSet) -> None:
+        """Show another explanation in this view.
+
+        The pinned token is reset to -1 (a token index of another input means
+        another token). The matrix, layer, heads and pair filter are kept where
+        the new explanation has them, else reset (the first matrix, its first
+        layer, all heads, "all"). The page drops the attention it had loaded
+        and gets the new one (preloaded or on request, as for a new view).
+
+        The explanation is validated first: a bad one raises (TypeError,
+        :class:`~attnwidget.errors.AttentionShapeError`, ...) and the view stays
+        exactly as it was.
+        """
+        attention = self._attention_of(explanation)
+        m = self._kept_matrix(attention)
+        layer = self.layer if self.layer in m.layer_ids else m.layer_ids[0]
+        heads = list(self.heads)
+        if not heads or not set(heads) <= set(m.head_ids):
+            heads = list(m.head_ids)
+        with self.hold_sync():
+            self.selected_token = -1
+            # Switches the matrix too when the new attention lacks the current one.
+            self._set_attention(attention, (m.layer_ids.index(layer), None))
+            self.layer = layer
+            self.heads = heads
+            self._swapped(explanation)
 
     @property
     def selection(self) -> dict[str, Any] | None:

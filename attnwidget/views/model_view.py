@@ -89,11 +89,8 @@ class ModelView(_AttentionView):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        attention = (
-            explanation
-            if isinstance(explanation, AttentionSet)
-            else AttentionSet.from_explanation(explanation)
-        )
+        attention = self._attention_of(explanation)
+        self._explanation = explanation if isinstance(explanation, Explanation) else None
         key = matrix or attention.matrices[0].key
         if key not in [m.key for m in attention.matrices]:
             keys = ", ".join(repr(m.key) for m in attention.matrices)
@@ -104,16 +101,52 @@ class ModelView(_AttentionView):
         head_pos = _position(first.head_ids, head, "head") if head is not None else 0
         with self.hold_sync():
             self.set_trait("matrix", key)
-            data, index = thumbnails(attention)
-            # The initial state is one message: thumbnails + preload under the limit.
-            budget = MAX_MESSAGE_BYTES - len(data)
-            self._set_attention(attention, (layer_pos, head_pos) if opened else (-1, None), budget)
-            self.set_trait("thumbs", data)
-            self.set_trait("thumb_index", index)
+            self._install(attention, (layer_pos, head_pos) if opened else (-1, None))
             self.theme = theme
             self.pair_filter = pair_filter
             if opened:
                 self.select(first.layer_ids[layer_pos], first.head_ids[head_pos])
+
+    def _install(self, attention: AttentionSet, first: tuple[int, int | None]) -> None:
+        """Thumbnails + attention; ``first`` = (layer pos, head pos) to preload, or (-1, None)."""
+        data, index = thumbnails(attention)
+        # Exact thumbnails (n <= 48) are the full attention already: the page
+        # reads enlarged heads from them, so it is not sent twice.
+        exact = frozenset(
+            i["matrix"]
+            for i in index
+            if len(i["row_edges"]) - 1 == attention.matrix(i["matrix"]).shape[2]
+            and len(i["col_edges"]) - 1 == attention.matrix(i["matrix"]).shape[3]
+        )
+        # The initial state is one message: thumbnails + preload under the limit.
+        budget = MAX_MESSAGE_BYTES - len(data)
+        self._set_attention(attention, first, budget, covered=exact)
+        self.set_trait("thumbs", data)
+        self.set_trait("thumb_index", index)
+
+    def set_explanation(self, explanation: Explanation | AttentionSet) -> None:
+        """Show another explanation in this view.
+
+        The matrix, pair filter and the enlarged head (layer, head) are kept
+        where the new explanation has them, else reset (the first matrix,
+        "all", none enlarged). Thumbnails are redrawn; the page drops the
+        attention it had loaded and gets the new one as a new view would.
+
+        The explanation is validated first: a bad one raises (TypeError,
+        :class:`~attnwidget.errors.AttentionShapeError`, ...) and the view stays
+        exactly as it was.
+        """
+        attention = self._attention_of(explanation)
+        m = self._kept_matrix(attention)
+        opened = self.layer in m.layer_ids and self.head in m.head_ids
+        layer, head = (self.layer, self.head) if opened else (-1, -1)
+        first = (m.layer_ids.index(layer), m.head_ids.index(head)) if opened else (-1, None)
+        with self.hold_sync():
+            self.select(-1, -1)  # valid under any attention; reopened below
+            # Switches the matrix too when the new attention lacks the current one.
+            self._install(attention, first)
+            self.select(layer, head)
+            self._swapped(explanation)
 
     def select(self, layer: int, head: int) -> None:
         """Enlarge head ``head`` of layer ``layer`` (ids); ``select(-1, -1)`` closes it."""

@@ -140,6 +140,9 @@ export function attentionFeed(
   model.on("msg:custom", onMessage);
   model.on("change:preload", onStructure);
   model.on("change:matrices", onStructure);
+  // A new explanation may come with the same matrix shapes and no preload
+  // (both unchanged), so only this says that the stored attention is stale.
+  model.on("change:_generation", onStructure);
   return {
     store: () => store,
     requester,
@@ -148,6 +151,7 @@ export function attentionFeed(
       model.off("msg:custom", onMessage);
       model.off("change:preload", onStructure);
       model.off("change:matrices", onStructure);
+      model.off("change:_generation", onStructure);
     },
   };
 }

@@ -81,11 +81,16 @@ export function bucketLines(
   const j1 = focus?.side === "key" ? Math.min(blockCols, focus.index + 1) : blockCols;
   const counts = new Int32Array(256);
   const levels = new Uint8Array(Math.max(0, (i1 - i0) * (j1 - j0)));
+  // alphaLevel inlined: this loop runs over every weight of every shown head
+  // (3 M at 512 tokens × 12 heads) on each redraw. Same result: round(w ×
+  // scale × 255), 255 from 254.5 up, 0 for anything not > 0 (NaN too).
+  const toLevel = scale * 255;
   let t = 0;
   for (let i = i0; i < i1; i++) {
     const base = (rows[0] + i) * stride + cols[0];
     for (let j = j0; j < j1; j++, t++) {
-      const level = alphaLevel((weights[base + j] as number) * scale);
+      const v = (weights[base + j] as number) * toLevel;
+      const level = v >= 254.5 ? 255 : v > 0 ? (v + 0.5) | 0 : 0;
       levels[t] = level;
       counts[level]! += 1;
     }

@@ -10,6 +10,7 @@
  */
 import { bucketLines, levelCutoff, rowHeightFor, type Focus, type LineBuckets, type Range } from "./attention_layout";
 import { clear, displayToken, h } from "./dom";
+import { DRAW_ALL_EVENT } from "./snapshot";
 
 export interface PanelHead {
   /** Head position (colour index) and id (for labels). */
@@ -82,6 +83,24 @@ export function strokeLines(
 }
 /** Canvases above this many device pixels on a side fail in browsers. */
 const MAX_CANVAS_PX = 32000;
+/** Drawn around the visible part of a tall panel, as a fraction of its height, so short scrolls need no redraw. */
+const BAND_MARGIN = 0.5;
+
+/** The vertical band [top, bottom) of `el` (px from its top) that is visible through its scroll ancestors and the window. */
+function visibleBand(el: HTMLElement): [number, number] {
+  const box = el.getBoundingClientRect();
+  let top = Math.max(0, -box.top);
+  let bottom = Math.min(box.height, (globalThis.innerHeight || box.height) - box.top);
+  for (let a = el.parentElement; a && bottom > top; a = a.parentElement) {
+    if (a.scrollHeight <= a.clientHeight) continue; // cannot clip vertically
+    const overflow = getComputedStyle(a).overflowY;
+    if (overflow === "visible") continue;
+    const r = a.getBoundingClientRect();
+    top = Math.max(top, r.top - box.top);
+    bottom = Math.min(bottom, r.bottom - box.top);
+  }
+  return [top, Math.max(top, bottom)];
+}
 
 export class LinePanel {
   readonly el: HTMLElement;
@@ -99,6 +118,14 @@ export class LinePanel {
   /** Pinned query, global row index (-1: none). */
   private pinned = -1;
   private frame = 0;
+  /**
+   * The band of the canvas (CSS px) that holds lines; null: all of it. A tall
+   * panel (hundreds of tokens) draws its lines only near what is visible:
+   * what a canvas costs is the length of line it rasterises (at 512 tokens
+   * ~0.2 s per redraw in a software-rendered browser for the whole panel, a
+   * tenth of that for the visible band). Scrolling redraws it.
+   */
+  private band: [number, number] | null = null;
 
   constructor(
     private readonly width: number,
@@ -112,6 +139,10 @@ export class LinePanel {
     this.el.addEventListener("mouseover", this.onOver);
     this.el.addEventListener("mouseleave", this.onLeave);
     this.el.addEventListener("click", this.onClick);
+    this.canvas.addEventListener(DRAW_ALL_EVENT, this.onDrawAll);
+    // Scroll events do not bubble: listen in the capture phase for any scroller.
+    document.addEventListener("scroll", this.onScroll, { capture: true, passive: true });
+    globalThis.addEventListener?.("resize", this.onScroll, { passive: true });
   }
 
   destroy(): void {
@@ -119,6 +150,9 @@ export class LinePanel {
     this.el.removeEventListener("mouseover", this.onOver);
     this.el.removeEventListener("mouseleave", this.onLeave);
     this.el.removeEventListener("click", this.onClick);
+    this.canvas.removeEventListener(DRAW_ALL_EVENT, this.onDrawAll);
+    document.removeEventListener("scroll", this.onScroll, { capture: true });
+    globalThis.removeEventListener?.("resize", this.onScroll);
     this.el.remove();
     this.note.remove();
   }
@@ -184,7 +218,8 @@ export class LinePanel {
     return null;
   }
 
-  draw(): void {
+  /** Draw now: near the visible band (`all`: the whole canvas, for exports). */
+  draw(all = false): void {
     cancelAnimationFrame(this.frame);
     this.frame = 0;
     const data = this.data;
@@ -203,6 +238,33 @@ export class LinePanel {
     if (!ctx) return;
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     ctx.clearRect(0, 0, this.width, height);
+    this.band = all ? null : this.bandToDraw(height);
+    if (this.band) {
+      // Lines outside the band are still stroked (cheap to record) but clipped
+      // before they are rasterised, which is what costs.
+      ctx.save();
+      ctx.beginPath();
+      ctx.rect(0, this.band[0], this.width, this.band[1] - this.band[0]);
+      ctx.clip();
+    }
+    try {
+      this.drawContent(ctx, n);
+    } finally {
+      if (this.band) ctx.restore();
+    }
+  }
+
+  /** The band to draw for a canvas `height` px tall, or null when that is (nearly) all of it. */
+  private bandToDraw(height: number): [number, number] | null {
+    if (!this.canvas.isConnected) return null;
+    const [top, bottom] = visibleBand(this.canvas);
+    const pad = Math.max(bottom - top, 200) * BAND_MARGIN;
+    const band: [number, number] = [Math.max(0, Math.floor(top - pad)), Math.min(height, Math.ceil(bottom + pad))];
+    return band[1] - band[0] >= height * 0.9 ? null : band;
+  }
+
+  private drawContent(ctx: CanvasRenderingContext2D, n: number): void {
+    const data = this.data;
     const focus = this.focus();
     this.markTokens(focus);
     if (!data || data.heads.length === 0) {
@@ -213,8 +275,10 @@ export class LinePanel {
     }
     const row = this.rowHeight;
     const y = (k: number): number => (k + 0.5) * row;
-    // Hairlines for long inputs: 2 px lines cost ~5x more to rasterise.
-    ctx.lineWidth = n <= 64 ? 2 : 1;
+    // Hairlines always: in a software-rasterised browser 2 px lines cost ~4x
+    // more (bench/render.py: toggling a head at n=32 took ~60 ms with 2 px
+    // lines, ~17 ms with hairlines).
+    ctx.lineWidth = 1;
     const buckets = data.heads.map((head) => bucketLines(head.weights, data.stride, data.rows, data.cols, data.scale, focus));
     const cutoff = focus ? 1 : levelCutoff(buckets, LINE_BUDGET);
     let drawn = 0;
@@ -283,6 +347,19 @@ export class LinePanel {
     if (next?.side === this.hover?.side && next?.index === this.hover?.index) return;
     this.hover = next;
     this.schedule();
+  };
+
+  /** On any scroll or resize: redraw when the visible part left the drawn band. */
+  private readonly onScroll = (): void => {
+    const band = this.band;
+    if (!band || this.frame || !this.canvas.isConnected) return;
+    const [top, bottom] = visibleBand(this.canvas);
+    if (top < band[0] || bottom > band[1]) this.schedule();
+  };
+
+  private readonly onDrawAll = (): void => {
+    this.draw(true);
+    this.schedule(); // back to the band after the export has copied the canvas
   };
 
   private readonly onLeave = (): void => {

@@ -68,6 +68,8 @@ export interface AttentionTraits extends BaseTraits {
   sentence_b_start: number;
   preload: Binary | null;
   preload_index: IndexedChunk[];
+  /** Bumped by `set_explanation`: the attention loaded so far belongs to the old one. */
+  _generation?: number;
   theme: Theme;
   /** Shown matrix key (synced both ways). */
   matrix: string;

@@ -28,7 +28,7 @@ import {
 } from "./attention_layout";
 import { LinePanel, strokeLines } from "./attention_lines";
 import styles from "./attention.css";
-import type { ModelTraits, ThumbIndex } from "./attention_types";
+import type { MatrixInfo, ModelTraits, ThumbIndex } from "./attention_types";
 import { asBytes } from "./buffers";
 import { h, styleElement } from "./dom";
 import { decodeFloat16Bits, widen } from "./float16";
@@ -98,6 +98,19 @@ export function renderModelView({ model, el }: { model: Model; el: HTMLElement }
       const part = bytes.subarray(index.offset, index.offset + index.nbytes);
       thumbs.set(index.matrix, { index, values: widen(decodeFloat16Bits(part, "thumbs")) });
     }
+  };
+
+  /**
+   * A head's full weights when its thumbnail is exact (every bin one token,
+   * n <= 48): the kernel then sends no separate copy (see _attention.py).
+   */
+  const exactThumb = (info: MatrixInfo, layer: number, head: number): Float32Array | null => {
+    const t = thumbs.get(info.key);
+    const [, heads, rows, cols] = info.shape;
+    if (!t || t.index.row_edges.length - 1 !== rows || t.index.col_edges.length - 1 !== cols) return null;
+    const size = rows * cols;
+    const start = (layer * heads + head) * size;
+    return start + size <= t.values.length ? t.values.subarray(start, start + size) : null;
   };
 
   let geometry: GridGeometry | null = null;
@@ -208,7 +221,7 @@ export function renderModelView({ model, el }: { model: Model; el: HTMLElement }
     }
     detailTitle.textContent = `Layer ${info.layer_ids[layerPos]}, head ${info.head_ids[headPos]}`;
     panel.setTokens(shown.rowTokens.slice(...shown.rows), shown.colTokens.slice(...shown.cols), shown.rows, shown.cols);
-    const weights = feed.store().weights(info.key, layerPos, headPos);
+    const weights = feed.store().weights(info.key, layerPos, headPos) ?? exactThumb(info, layerPos, headPos);
     if (!weights) {
       feed.requester.ask(info.key, layerPos, headPos);
       panel.setData(null);

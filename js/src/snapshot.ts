@@ -11,6 +11,13 @@
  * browser never fetches anything for an SVG used as an image).
  */
 
+/**
+ * Sent (synchronously, not bubbling) to each canvas before its pixels are
+ * copied: a canvas that draws only its visible part (the attention lines of
+ * a long input) draws everything for the picture.
+ */
+export const DRAW_ALL_EVENT = "attnw-draw-all";
+
 const SVG_NS = "http://www.w3.org/2000/svg";
 const XHTML_NS = "http://www.w3.org/1999/xhtml";
 
@@ -207,6 +214,7 @@ class Copier {
     if (original instanceof HTMLCanvasElement) {
       copy = this.doc.createElement("img");
       copy.setAttribute("alt", "");
+      original.dispatchEvent(new Event(DRAW_ALL_EVENT));
       try {
         copy.setAttribute("src", original.toDataURL("image/png"));
       } catch {
