@@ -10,6 +10,9 @@ restarts the kernel and runs every cell from the toolbar, then checks that
   ``.attnw-error``),
 - a click on a SaliencyView token reaches the kernel: a cell added through
   the UI prints ``view.selected_token``,
+- token text (SaliencyView, HeadView) and the ModelView's canvas labels
+  reach a WCAG contrast ratio of 4.5 with their background, in the light
+  theme and after switching JupyterLab to "JupyterLab Dark" from its menu,
 - the page logged no error and requested nothing outside 127.0.0.1.
 
 The server (and its kernel) is shut down in a finalizer.
@@ -17,180 +20,55 @@ The server (and its kernel) is shut down in a finalizer.
 
 from __future__ import annotations
 
-import ast
 import json
-import os
 import re
-import secrets
-import shutil
-import signal
-import socket
-import subprocess
-import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import pytest
+from jupyter_ui import (
+    CELLS_RAN_JS,
+    CONTRAST_JS,
+    Server,
+    assert_views_drawn,
+    displayed_views,
+    jupyter_server,
+    watch_page,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = "quickstart.ipynb"
 
 
-@dataclass
-class Lab:
-    url: str
-    token: str
-    root: Path
-    log: Path
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def api(lab: Lab, path: str, method: str = "GET") -> Any:
-    request = urllib.request.Request(
-        f"{lab.url}{path}", method=method, headers={"Authorization": f"token {lab.token}"}
-    )
-    with urllib.request.urlopen(request, timeout=5) as response:
-        body = response.read()
-    return json.loads(body) if body else None
-
-
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     pytest.importorskip("jupyterlab", reason="JupyterLab is not installed (the notebook extra)")
-    base = tmp_path_factory.mktemp("jupyterlab")
-    root = base / "notebooks"
-    shutil.copytree(ROOT / "notebooks", root, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
-    port, token = free_port(), secrets.token_hex(16)
-    # Settings, workspaces and runtime files of this server only: no state from
-    # (or left to) the user's own JupyterLab. The debugger extension is off: it
-    # is not under test, and a kernel restart cancels its start-up requests,
-    # which it reports as a console error.
-    config = base / "config"
-    (config / "labconfig").mkdir(parents=True)
-    (config / "labconfig" / "page_config.json").write_text(
-        json.dumps({"disabledExtensions": {"@jupyterlab/debugger-extension": True}})
-    )
-    env = {
-        **os.environ,
-        "JUPYTER_CONFIG_DIR": str(config),
-        "JUPYTER_RUNTIME_DIR": str(base / "runtime"),
-        "JUPYTERLAB_SETTINGS_DIR": str(base / "settings"),
-        "JUPYTERLAB_WORKSPACES_DIR": str(base / "workspaces"),
-        "HF_HUB_OFFLINE": "1",
-        "TRANSFORMERS_OFFLINE": "1",
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-    }
-    env.pop("ATTNWIDGET_STATIC", None)  # the live widgets are under test, not static HTML
-    command = [
-        sys.executable,
-        "-m",
-        "jupyterlab",
-        "--no-browser",
-        "--ip=127.0.0.1",
-        f"--port={port}",
-        "--ServerApp.port_retries=0",
-        f"--IdentityProvider.token={token}",
-        f"--ServerApp.root_dir={root}",
-    ]
-    if hasattr(os, "geteuid") and os.geteuid() == 0:
-        command.append("--allow-root")  # CI runs as root; JupyterLab refuses otherwise
-    log = base / "server.log"
-    with log.open("wb") as out:
-        # Its own session, so the finalizer can stop the server and its kernels together.
-        server = subprocess.Popen(
-            command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
-        )
-    instance = Lab(f"http://127.0.0.1:{port}", token, root, log)
-    try:
-        deadline = time.monotonic() + 40
-        while True:
-            if server.poll() is not None:
-                raise RuntimeError(f"jupyter lab exited ({server.returncode}):\n{log.read_text()}")
-            try:
-                api(instance, "/api/status")
-                break
-            except (urllib.error.URLError, ConnectionError, TimeoutError):
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"jupyter lab did not start:\n{log.read_text()}") from None
-                time.sleep(0.2)
-        yield instance
-    finally:
-        stop(instance, server)
+    with jupyter_server("lab", tmp_path_factory.mktemp("jupyterlab")) as server:
+        yield server
 
 
-def stop(lab: Lab, server: subprocess.Popen[bytes]) -> None:
-    """Shut the server down (it stops its kernels); kill its session if it will not go."""
-    if server.poll() is None:
-        try:
-            api(lab, "/api/shutdown", method="POST")
-        except (urllib.error.URLError, ConnectionError, TimeoutError):
-            pass
-        try:
-            server.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            pass
-    # Kernels live in the server's session: end anything left of it.
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(server.pid, sig)
-        except ProcessLookupError:
-            break
-        time.sleep(1)
-    if server.poll() is None:
-        server.wait(timeout=5)
+#: Text the views show, and the WCAG AA ratio it must reach against what is
+#: behind it: SaliencyView tokens (own background per score), HeadView tokens,
+#: and the labels the ModelView draws on its canvas.
+LEGIBLE = {
+    "saliency tokens": ".jp-OutputArea-output .attnw-saliency .attnw-tok",
+    "head view tokens": ".jp-OutputArea-output .attnw-headview .attnw-token:not(.attnw-masked)",
+    "model view labels": "canvas:.jp-OutputArea-output .attnw-modelview canvas.attnw-thumbs",
+}
 
 
-@dataclass
-class Watch:
-    console_errors: list[str] = field(default_factory=list)
-    page_errors: list[str] = field(default_factory=list)
-    outside: list[str] = field(default_factory=list)
+def assert_legible(page: Any, theme: str) -> None:
+    # A theme switch swaps style sheets: give redraws a moment to settle.
+    page.wait_for_timeout(300)
+    for what, selector in LEGIBLE.items():
+        ratio = page.evaluate(CONTRAST_JS, [selector, 18])
+        assert ratio is not None, f"{theme}: no {what} found ({selector})"
+        assert ratio >= 4.5, f"{theme} theme: {what} have contrast {ratio:.2f} (< 4.5)"
 
 
-def displayed_views(notebook: Path) -> int:
-    """How many attnwidget views the notebook displays: code cells whose last statement
-    is ``SomethingView(...)`` or a name the cell assigned from such a call."""
-
-    def is_view_call(node: ast.AST) -> bool:
-        if not isinstance(node, ast.Call):
-            return False
-        name = node.func.attr if isinstance(node.func, ast.Attribute) else node.func
-        name = name.id if isinstance(name, ast.Name) else name
-        return isinstance(name, str) and name.endswith("View")
-
-    count = 0
-    for cell in json.loads(notebook.read_text(encoding="utf-8"))["cells"]:
-        if cell["cell_type"] != "code":
-            continue
-        body = ast.parse("".join(cell["source"])).body
-        if not body or not isinstance(body[-1], ast.Expr):
-            continue
-        last = body[-1].value
-        views = {
-            target.id
-            for statement in body
-            if isinstance(statement, ast.Assign) and is_view_call(statement.value)
-            for target in statement.targets
-            if isinstance(target, ast.Name)
-        }
-        count += is_view_call(last) or (isinstance(last, ast.Name) and last.id in views)
-    return count
-
-
-def test_quickstart_runs_in_jupyterlab(lab: Lab, browser: Any) -> None:
+def test_quickstart_runs_in_jupyterlab(lab: Server, browser: Any) -> None:
     started = time.monotonic()
     notebook = lab.root / NOTEBOOK
     expected = displayed_views(notebook)
@@ -203,24 +81,8 @@ def test_quickstart_runs_in_jupyterlab(lab: Lab, browser: Any) -> None:
     ), "the quickstart no longer names its first SaliencyView `view`: update this test"
 
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    watch = Watch()
-
-    def route(route: Any) -> None:
-        if urlsplit(route.request.url).hostname == "127.0.0.1":
-            route.continue_()
-        else:
-            watch.outside.append(route.request.url)
-            route.abort()
-
-    context.route("**/*", route)
     page = context.new_page()
-    page.on(
-        "console",
-        lambda m: (
-            watch.console_errors.append(f"{m.text} ({m.location})") if m.type == "error" else None
-        ),
-    )
-    page.on("pageerror", lambda error: watch.page_errors.append(str(error)))
+    watch = watch_page(context, page)
     try:
         page.goto(f"{lab.url}/lab/tree/{NOTEBOOK}?token={lab.token}")
         page.locator(".jp-Notebook").first.wait_for(timeout=30000)
@@ -243,49 +105,8 @@ def test_quickstart_runs_in_jupyterlab(lab: Lab, browser: Any) -> None:
         dialog.locator(".jp-mod-accept").click()
 
         # Every code cell gets a number; a failing cell stops the run with an error output.
-        page.wait_for_function(
-            """n => {
-              const errors = document.querySelectorAll(
-                '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]');
-              if ([...errors].some(e => /Traceback|Error:/.test(e.textContent))) return true;
-              const prompts = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')];
-              return prompts.length === n && prompts.every(p => /\\[\\d+\\]/.test(p.textContent));
-            }""",
-            arg=code_cells,
-            timeout=90000,
-        )
-        errors = page.locator(
-            '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]'
-        ).all_text_contents()
-        failed = [e for e in errors if re.search(r"Traceback|Error:", e)]
-        assert not failed, f"a cell failed:\n{failed[0][-2000:]}"
-
-        # Every view the notebook displays is drawn by the widget manager: one
-        # output each (other widgets, e.g. tqdm's progress bars, are not counted),
-        # none still loading or showing an error.
-        drawn = page.locator(".jp-OutputArea-output:has(.attnw-frame)")
-        try:
-            page.wait_for_function(
-                """n => document.querySelectorAll('.jp-OutputArea-output .attnw-frame').length
-                          >= n && !document.querySelector('.attnw-frame [data-state=loading]')""",
-                arg=expected,
-                timeout=20000,
-            )
-        except Exception:
-            shown = page.evaluate(
-                """() => [...document.querySelectorAll('.jp-OutputArea-output')].map(o =>
-                     `${o.querySelector('.attnw-frame') ? 'VIEW' : '-'}: `
-                     + o.textContent.slice(0, 100))"""
-            )
-            raise AssertionError(
-                f"expected {expected} drawn attnwidget views; the outputs are:\n" + "\n".join(shown)
-            ) from None
-        assert drawn.count() == expected
-        for i in range(expected):
-            frame = drawn.nth(i).locator(".attnw-frame")
-            assert frame.count() == 1
-            assert frame.locator(".attnw-view > .attnw").count() == 1  # the view's own root
-        assert page.locator(".attnw-error, .attnw-frame [data-state=error]").count() == 0
+        page.wait_for_function(CELLS_RAN_JS, arg=code_cells, timeout=90000)
+        assert_views_drawn(page, expected)
         views = page.locator(".jp-OutputArea-output .attnw-saliency")
         assert views.count() >= 1
         assert views.first.locator(".attnw-tok").count() > 0
@@ -309,9 +130,16 @@ def test_quickstart_runs_in_jupyterlab(lab: Lab, browser: Any) -> None:
         page.keyboard.press("Shift+Enter")
         page.get_by_text(f"kernel sees {target}", exact=True).wait_for(timeout=20000)
 
-        assert not watch.page_errors, f"uncaught page errors: {watch.page_errors}"
-        assert not watch.console_errors, f"console errors: {watch.console_errors}"
-        assert not watch.outside, f"requests outside 127.0.0.1: {sorted(set(watch.outside))}"
+        # Legible in the light theme, and after switching to JupyterLab Dark.
+        assert_legible(page, "light")
+        page.locator("#jp-MainMenu .lm-MenuBar-item", has_text="Settings").click()
+        page.locator(".lm-Menu-item", has_text="Theme").first.hover()
+        page.get_by_role("menuitem", name="JupyterLab Dark", exact=True).click()
+        page.wait_for_function("document.body.dataset.jpThemeLight === 'false'", timeout=20000)
+        page.keyboard.press("Escape")
+        assert_legible(page, "dark")
+
+        watch.assert_clean()
     finally:
         context.close()
     elapsed = time.monotonic() - started

@@ -8,7 +8,16 @@
  * box per head with opacity = weight); clicking a query token pins it.
  * Tokens are text nodes (textContent), never markup.
  */
-import { bucketLines, levelCutoff, rowHeightFor, type Focus, type LineBuckets, type Range } from "./attention_layout";
+import {
+  bucketLines,
+  bucketStrong,
+  cutoffFromCounts,
+  levelCounts,
+  rowHeightFor,
+  type Focus,
+  type LineBuckets,
+  type Range,
+} from "./attention_layout";
 import { clear, displayToken, h } from "./dom";
 import { DRAW_ALL_EVENT } from "./snapshot";
 
@@ -279,14 +288,28 @@ export class LinePanel {
     // more (bench/render.py: toggling a head at n=32 took ~60 ms with 2 px
     // lines, ~17 ms with hairlines).
     ctx.lineWidth = 1;
-    const buckets = data.heads.map((head) => bucketLines(head.weights, data.stride, data.rows, data.cols, data.scale, focus));
-    const cutoff = focus ? 1 : levelCutoff(buckets, LINE_BUDGET);
-    let drawn = 0;
+    let buckets: LineBuckets[];
+    let cutoff = 1;
     let total = 0;
+    if (focus) {
+      // One token's lines (at most heads × tokens): all of them are drawn.
+      buckets = data.heads.map((head) => bucketLines(head.weights, data.stride, data.rows, data.cols, data.scale, focus));
+      for (const b of buckets) total += b.count;
+    } else {
+      // Count first, then store only the lines within the budget.
+      const counts = data.heads.map((head) => levelCounts(head.weights, data.stride, data.rows, data.cols, data.scale));
+      const sum = new Int32Array(256);
+      for (const c of counts) for (let k = 1; k < 256; k++) sum[k]! += c[k]!;
+      for (let k = 1; k < 256; k++) total += sum[k]!;
+      cutoff = cutoffFromCounts(sum, LINE_BUDGET);
+      buckets = data.heads.map((head, k) =>
+        bucketStrong(head.weights, data.stride, data.rows, data.cols, data.scale, cutoff, counts[k]!),
+      );
+    }
+    let drawn = 0;
     data.heads.forEach((head, k) => {
       ctx.strokeStyle = head.color;
       drawn += strokeLines(ctx, buckets[k]!, cutoff, BOX, this.width - BOX, y, y);
-      total += buckets[k]!.count;
     });
     if (focus) this.drawBoxes(ctx, data, focus);
     ctx.globalAlpha = 1;

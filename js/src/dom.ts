@@ -55,3 +55,20 @@ export function displayToken(token: string): string {
   if (token.trim() !== "") return token;
   return token.replace(/ /g, "\u2423").replace(/\n/g, "\\n").replace(/\t/g, "\\t").replace(/\r/g, "\\r");
 }
+
+/**
+ * Run `fn` once the page is idle (requestIdleCallback; a short timer where
+ * it is missing, e.g. Safari). Returns a function that cancels the call.
+ */
+export function whenIdle(fn: () => void, timeout = 2000): () => void {
+  const g = globalThis as {
+    requestIdleCallback?: (cb: () => void, opts?: { timeout: number }) => number;
+    cancelIdleCallback?: (handle: number) => void;
+  };
+  if (g.requestIdleCallback) {
+    const handle = g.requestIdleCallback(fn, { timeout });
+    return () => g.cancelIdleCallback?.(handle);
+  }
+  const timer = setTimeout(fn, 50);
+  return () => clearTimeout(timer);
+}

@@ -27,10 +27,11 @@ import {
   type GridGeometry,
 } from "./attention_layout";
 import { LinePanel, strokeLines } from "./attention_lines";
+import { watchHostTheme } from "./host_theme";
 import styles from "./attention.css";
 import type { MatrixInfo, ModelTraits, ThumbIndex } from "./attention_types";
 import { asBytes } from "./buffers";
-import { h, styleElement } from "./dom";
+import { h, styleElement, whenIdle } from "./dom";
 import { decodeFloat16Bits, widen } from "./float16";
 import baseStyles from "./styles.css";
 
@@ -113,8 +114,24 @@ export function renderModelView({ model, el }: { model: Model; el: HTMLElement }
     return start + size <= t.values.length ? t.values.subarray(start, start + size) : null;
   };
 
+  /**
+   * The enlarged head's token columns are built ahead, while the page is
+   * idle after the grid is drawn: at 512 tokens that is 1,024 elements
+   * (~70 ms), which the first thumbnail click would otherwise wait for.
+   * The panel reuses them for every head (setTokens is a no-op when the
+   * tokens did not change).
+   */
+  let cancelPrebuild = (): void => {};
+  const prebuildTokens = (shown: Shown): void => {
+    cancelPrebuild();
+    cancelPrebuild = whenIdle(() => {
+      panel.setTokens(shown.rowTokens.slice(...shown.rows), shown.colTokens.slice(...shown.cols), shown.rows, shown.cols);
+    });
+  };
+
   let geometry: GridGeometry | null = null;
   let gridKey = "";
+  let unstyledRetries = 0;
 
   const drawGrid = (shown: Shown): void => {
     const { info } = shown;
@@ -122,7 +139,15 @@ export function renderModelView({ model, el }: { model: Model; el: HTMLElement }
     const [layers, heads] = info.shape;
     const cell = heads > 16 ? 48 : 72;
     const g: GridGeometry = { layers, heads, labelWidth: 34, labelHeight: 18, cell, gap: 6 };
-    const key = JSON.stringify([info.key, shown.filter, info.shape, model.get("theme"), t?.index.offset]);
+    // The label colour is part of the key: a host theme switch (watchHostTheme)
+    // changes it, and the canvas keeps what was drawn with the old one.
+    const style = getComputedStyle(root);
+    if (!style.color && unstyledRetries++ < 120) {
+      // Not in the document yet (a widget manager attaches `el` after render):
+      // no CSS colour to draw the labels with. Try again next frame.
+      requestAnimationFrame(schedule);
+    }
+    const key = JSON.stringify([info.key, shown.filter, info.shape, model.get("theme"), style.color, t?.index.offset]);
     geometry = g;
     if (key === gridKey) return;
     gridKey = key;
@@ -136,7 +161,6 @@ export function renderModelView({ model, el }: { model: Model; el: HTMLElement }
     if (!ctx) return;
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     ctx.clearRect(0, 0, width, height);
-    const style = getComputedStyle(root);
     ctx.fillStyle = style.color || "#888";
     ctx.font = `11px ${style.fontFamily || "sans-serif"}`;
     ctx.textAlign = "center";
@@ -217,8 +241,10 @@ export function renderModelView({ model, el }: { model: Model; el: HTMLElement }
       : "Click a thumbnail to enlarge that head (rows: layers, columns: heads).";
     if (!open) {
       panel.setData(null);
+      prebuildTokens(shown);
       return;
     }
+    cancelPrebuild();
     detailTitle.textContent = `Layer ${info.layer_ids[layerPos]}, head ${info.head_ids[headPos]}`;
     panel.setTokens(shown.rowTokens.slice(...shown.rows), shown.colTokens.slice(...shown.cols), shown.rows, shown.cols);
     const weights = feed.store().weights(info.key, layerPos, headPos) ?? exactThumb(info, layerPos, headPos);
@@ -300,6 +326,7 @@ export function renderModelView({ model, el }: { model: Model; el: HTMLElement }
   canvas.addEventListener("click", onClick);
   close.addEventListener("click", onClose);
   root.addEventListener("keydown", onKey);
+  const unwatchTheme = watchHostTheme(schedule);
   decodeThumbs();
   update();
 
@@ -308,6 +335,8 @@ export function renderModelView({ model, el }: { model: Model; el: HTMLElement }
     model.off("change:thumbs", onThumbs);
     model.off("change:thumb_index", onThumbs);
     feed.dispose();
+    unwatchTheme();
+    cancelPrebuild();
     canvas.removeEventListener("mousemove", onMove);
     canvas.removeEventListener("mouseleave", onLeave);
     canvas.removeEventListener("click", onClick);

@@ -7,10 +7,13 @@ import {
   binCenter,
   binsWithin,
   bucketLines,
+  bucketStrong,
   cellAt,
   cellOrigin,
   gridSize,
   headColor,
+  cutoffFromCounts,
+  levelCounts,
   levelCutoff,
   pairBlock,
   rowHeightFor,
@@ -182,6 +185,36 @@ describe("levelCutoff", () => {
     assert.equal(levelCutoff([a, b], 15), 51);
     assert.equal(levelCutoff([a, b], 14), 101); // then the 5 at level 100
     assert.equal(levelCutoff([a, b], 0), 201);
+  });
+});
+
+describe("levelCounts / cutoffFromCounts / bucketStrong", () => {
+  // A 7 × 9 block of a 10 × 11 matrix, pseudo-random weights incl. 0, NaN, > 1.
+  const w = Float32Array.from({ length: 110 }, (_, k) => (k % 17 === 0 ? 0 : k % 23 === 0 ? Number.NaN : ((k * 37) % 101) / 60));
+  const rows = [2, 9] as const;
+  const cols = [1, 10] as const;
+  const scale = 0.4;
+  const full = bucketLines(w, 11, rows, cols, scale);
+  const counts = levelCounts(w, 11, rows, cols, scale);
+
+  test("counts match bucketLines' levels", () => {
+    for (let level = 1; level < 256; level++) assert.equal(counts[level], full.starts[level + 1]! - full.starts[level]!);
+  });
+
+  test("the cutoff matches levelCutoff", () => {
+    for (const budget of [0, 1, 5, 20, 40, 1000]) assert.equal(cutoffFromCounts(counts, budget), levelCutoff([full], budget));
+  });
+
+  test("bucketStrong keeps exactly bucketLines' lines at or above the cutoff", () => {
+    for (const minLevel of [1, 30, 120, 255, 256]) {
+      const strong = bucketStrong(w, 11, rows, cols, scale, minLevel, counts);
+      for (let level = 1; level < 256; level++) {
+        const got = [...strong.items.subarray(strong.starts[level]!, strong.starts[level + 1]!)].sort((a, b) => a - b);
+        const want = level >= minLevel ? [...full.items.subarray(full.starts[level]!, full.starts[level + 1]!)].sort((a, b) => a - b) : [];
+        assert.deepEqual(got, want, `level ${level}, minLevel ${minLevel}`);
+      }
+      assert.equal(strong.blockCols, full.blockCols);
+    }
   });
 });
 
