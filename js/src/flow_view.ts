@@ -25,6 +25,7 @@ import { decodeFloat32 } from "./buffers";
 import { css, formatFloat32, gradient, scaleFor, textColorFor } from "./colors";
 import { displayToken, h, styleElement } from "./dom";
 import styles from "./flow.css";
+import { watchHostTheme } from "./host_theme";
 import { LocalModel } from "./localmodel";
 import {
   bucketByLevel,
@@ -741,14 +742,10 @@ export function renderFlowView({ model, el }: { model: Model; el: HTMLElement })
     draw();
   };
   // Redraw the graph in the new colours when the notebook's theme changes.
-  const themeWatch =
-    typeof MutationObserver !== "undefined"
-      ? new MutationObserver(() => {
-          backgroundKey = "";
-          draw();
-        })
-      : null;
-  themeWatch?.observe(document.body, { attributes: true, attributeFilter: ["data-jp-theme-name", "data-jp-theme-light", "class"] });
+  const stopThemeWatch = watchHostTheme(() => {
+    backgroundKey = "";
+    draw();
+  });
 
   const DATA_TRAITS = ["tokens", "shape", "fused", "fused_layers", "version", "head_fusion"];
   const VIEW_TRAITS = ["method", "selected_layer", "selected_token", "methods", "summaries", "signed", "caption", "query_index", "local_methods"];
@@ -773,7 +770,7 @@ export function renderFlowView({ model, el }: { model: Model; el: HTMLElement })
     model.off("msg:custom", onMessage);
     clearTimeout(progressTimer);
     clearTimeout(silentTimer);
-    themeWatch?.disconnect();
+    stopThemeWatch();
     if (hoverFrame) cancelAnimationFrame(hoverFrame);
     leftLabels.removeEventListener("click", onLabelClick);
     rightLabels.removeEventListener("click", onLabelClick);
