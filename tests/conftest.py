@@ -13,12 +13,14 @@ from __future__ import annotations
 import os
 import shutil
 import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+from offline_browser import OfflinePage, open_offline
 
 CHROMIUM_ARGS = [
     "--no-sandbox",  # CI runs as root
@@ -119,3 +121,18 @@ def page_watch(page_session: Any) -> Iterator[PageWatch]:
         page_session.remove_listener("request", on_request)
         page_session.remove_listener("console", on_console)
         page_session.remove_listener("pageerror", on_page_error)
+
+
+@pytest.fixture()
+def open_page(browser: Any) -> Iterator[Callable[[Path], OfflinePage]]:
+    """Open saved pages offline (see offline_browser.py); closes them afterwards."""
+    opened: list[OfflinePage] = []
+
+    def open_(path: Path) -> OfflinePage:
+        watch = open_offline(browser, path)
+        opened.append(watch)
+        return watch
+
+    yield open_
+    for watch in opened:
+        watch.page.context.close()

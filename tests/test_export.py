@@ -15,7 +15,6 @@ import re
 import struct
 import xml.etree.ElementTree as ET
 import zlib
-from collections.abc import Callable, Iterator
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,6 @@ from typing import Any
 import numpy as np
 import pytest
 import traitlets
-from offline_browser import OfflinePage, open_offline
 
 from attnwidget.explanation import Explanation
 from attnwidget.views import SaliencyView
@@ -179,20 +177,6 @@ def test_static_mode_adds_a_standalone_html_rendering(monkeypatch: pytest.Monkey
 
 
 # --------------------------------------------------------------- browser side
-
-
-@pytest.fixture()
-def open_page(browser: Any) -> Iterator[Callable[[Path], OfflinePage]]:
-    opened: list[OfflinePage] = []
-
-    def open_(path: Path) -> OfflinePage:
-        watch = open_offline(browser, path)
-        opened.append(watch)
-        return watch
-
-    yield open_
-    for watch in opened:
-        watch.page.context.close()
 
 
 @pytest.mark.browser

@@ -14,7 +14,6 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
@@ -23,7 +22,6 @@ from typing import Any
 
 import nbformat
 import pytest
-from offline_browser import OfflinePage, open_offline
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "run_notebook.py"
@@ -109,20 +107,6 @@ def outside_urls(page: str) -> list[str]:
         for u in parser.urls
         if re.match(r"(?i)([a-z][a-z0-9+.-]*:|//)", u) and not re.match(r"(?i)(data|blob):", u)
     ]
-
-
-@pytest.fixture()
-def open_page(browser: Any) -> Iterator[Callable[[Path], OfflinePage]]:
-    opened: list[OfflinePage] = []
-
-    def open_(path: Path) -> OfflinePage:
-        watch = open_offline(browser, path)
-        opened.append(watch)
-        return watch
-
-    yield open_
-    for watch in opened:
-        watch.page.context.close()
 
 
 def test_quickstart_runs_and_links_nothing_outside(quickstart: Run) -> None:

@@ -399,6 +399,14 @@ class _AttentionView(_AttnWidget):
             return explanation.checked()
         return AttentionSet.from_explanation(explanation)
 
+    def _requested_matrix(self, attention: AttentionSet, matrix: str | None) -> AttentionMatrix:
+        """The matrix a constructor asked for (default: the first), or a clear error."""
+        key = matrix or attention.matrices[0].key
+        if key not in [m.key for m in attention.matrices]:
+            keys = ", ".join(repr(m.key) for m in attention.matrices)
+            raise ValueError(f"matrix={key!r} is not available; this input has: {keys}.")
+        return attention.matrix(key)
+
     def _kept_matrix(self, attention: AttentionSet) -> AttentionMatrix:
         """The matrix shown after a swap: the current one if ``attention`` has it
         (as ``_set_attention`` decides), else its first."""

@@ -102,11 +102,8 @@ class HeadView(_AttentionView):
         super().__init__(**kwargs)
         attention = self._attention_of(explanation)
         self._explanation = explanation if isinstance(explanation, Explanation) else None
-        key = matrix or attention.matrices[0].key
-        if key not in [m.key for m in attention.matrices]:
-            keys = ", ".join(repr(m.key) for m in attention.matrices)
-            raise ValueError(f"matrix={key!r} is not available; this input has: {keys}.")
-        first = attention.matrix(key)
+        first = self._requested_matrix(attention, matrix)
+        key = first.key
         with self.hold_sync():
             self.set_trait("matrix", key)
             position = 0 if layer is None else _position(first.layer_ids, layer, "layer")

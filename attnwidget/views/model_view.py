@@ -91,11 +91,8 @@ class ModelView(_AttentionView):
         super().__init__(**kwargs)
         attention = self._attention_of(explanation)
         self._explanation = explanation if isinstance(explanation, Explanation) else None
-        key = matrix or attention.matrices[0].key
-        if key not in [m.key for m in attention.matrices]:
-            keys = ", ".join(repr(m.key) for m in attention.matrices)
-            raise ValueError(f"matrix={key!r} is not available; this input has: {keys}.")
-        first = attention.matrix(key)
+        first = self._requested_matrix(attention, matrix)
+        key = first.key
         opened = layer is not None or head is not None
         layer_pos = _position(first.layer_ids, layer, "layer") if layer is not None else 0
         head_pos = _position(first.head_ids, head, "head") if head is not None else 0
