@@ -11,7 +11,7 @@ import functools
 
 import torch
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
-from tokenizers.trainers import BpeTrainer, WordPieceTrainer
+from tokenizers.trainers import BpeTrainer
 from transformers import PreTrainedTokenizerFast
 
 CORPUS = [
@@ -27,11 +27,19 @@ CORPUS = [
 @functools.cache
 def wordpiece_tokenizer() -> PreTrainedTokenizerFast:
     """A BERT-style WordPiece tokenizer: [CLS] a [SEP] b [SEP], ``##`` continuations."""
-    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    # A fixed vocabulary (a trainer's choice of pieces varies between
+    # processes): the corpus words, except a few left to be split into
+    # "##" pieces, plus every character alone and as a continuation.
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    split_words = {"keys", "cabinet", "table", "are"}
+    words = sorted({w for line in CORPUS for w in line.split()} - split_words)
+    chars = sorted({c for line in CORPUS for c in line if c != " "})
+    pieces = ["ke", "##ys", "cab", "##in", "##et", "tab", "##le", "ar", "##e"]
+    tokens = specials + words + chars + [f"##{c}" for c in chars] + pieces
+    vocab = {token: i for i, token in enumerate(dict.fromkeys(tokens))}
+    tok = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]"))
     tok.normalizer = normalizers.BertNormalizer(lowercase=True)
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    tok.train_from_iterator(CORPUS, WordPieceTrainer(vocab_size=120, special_tokens=specials))
     cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
     tok.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]",
