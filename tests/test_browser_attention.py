@@ -46,6 +46,15 @@ def lines(page: Any, scope: str) -> int:
     return int(page.locator(f"{scope} .attnw-lines").get_attribute("data-lines"))
 
 
+def drawn_lines(page: Any, scope: str) -> int:
+    """The line count once a panel has drawn (it may draw a frame after it opens)."""
+    page.wait_for_function(
+        "(sel) => Number(document.querySelector(sel)?.getAttribute('data-lines')) > 0",
+        arg=f"{scope} .attnw-lines",
+    )
+    return lines(page, scope)
+
+
 def test_head_view_clicks_hover_and_python_changes(page_watch, solara_test, page_session) -> None:
     view = HeadView(Explanation(tokens=TOKENS, attentions=peaked(2, 3, 7), sentence_b_start=4))
     display(view)
@@ -137,7 +146,7 @@ def test_model_view_click_enlarges_and_python_selects(
     page.locator(".attnw-modelview[data-layer='1'][data-head='2']").wait_for()
     detail = page.locator(".attnw-modelview .attnw-detail")
     assert detail.locator(".attnw-detail-title").text_content() == "Layer 1, head 2"
-    full = lines(page, ".attnw-modelview .attnw-detail")
+    full = drawn_lines(page, ".attnw-modelview .attnw-detail")
     assert full > 0
 
     view.select(0, 1)  # Python -> page
