@@ -72,3 +72,33 @@ export function whenIdle(fn: () => void, timeout = 2000): () => void {
   const timer = setTimeout(fn, 50);
   return () => clearTimeout(timer);
 }
+
+/**
+ * Coalesce redraw requests into one per microtask: several trait changes
+ * from one kernel message then cost a single draw. A draw that throws puts
+ * `onError` in charge (the view shows the message instead of going blank).
+ */
+export function microtaskScheduler(draw: () => void, onError: (err: unknown) => void): () => void {
+  let pending = false;
+  return () => {
+    if (pending) return;
+    pending = true;
+    queueMicrotask(() => {
+      pending = false;
+      try {
+        draw();
+      } catch (err) {
+        onError(err);
+      }
+    });
+  };
+}
+
+/** Set several traits and sync them in ONE save, so the kernel validates them together. */
+export function saveTraits<T extends object>(
+  model: { set(key: never, value: never): void; save_changes(): void },
+  patch: Partial<T>,
+): void {
+  for (const [key, value] of Object.entries(patch)) model.set(key as never, value as never);
+  model.save_changes();
+}

@@ -23,7 +23,7 @@ import type { AnyModel } from "@anywidget/types";
 
 import { decodeFloat32 } from "./buffers";
 import { css, formatFloat32, gradient, scaleFor, textColorFor } from "./colors";
-import { displayToken, h, styleElement } from "./dom";
+import { displayToken, h, microtaskScheduler, saveTraits, styleElement } from "./dom";
 import styles from "./flow.css";
 import { watchHostTheme } from "./host_theme";
 import { LocalModel } from "./localmodel";
@@ -606,10 +606,8 @@ export function renderFlowView({ model, el }: { model: Model; el: HTMLElement })
     caption.textContent = model.get("caption") ?? "";
   };
 
-  const save = (patch: Partial<Pick<FlowTraits, "method" | "selected_layer" | "selected_token" | "threshold">>): void => {
-    for (const [key, value] of Object.entries(patch)) model.set(key as keyof FlowTraits, value as never);
-    model.save_changes();
-  };
+  const save = (patch: Partial<Pick<FlowTraits, "method" | "selected_layer" | "selected_token" | "threshold">>): void =>
+    saveTraits(model, patch);
 
   const select = (layer: number, token: number): void => {
     const sel = selection();
@@ -714,25 +712,15 @@ export function renderFlowView({ model, el }: { model: Model; el: HTMLElement })
 
   // -- wiring --------------------------------------------------------------------------
 
-  let pending = false;
   let reloadNeeded = true;
-  const schedule = (): void => {
-    if (pending) return;
-    pending = true;
-    queueMicrotask(() => {
-      pending = false;
-      try {
-        if (reloadNeeded) {
-          reloadNeeded = false;
-          loadData();
-        }
-        syncControls();
-        refresh();
-      } catch (err) {
-        fail(err);
-      }
-    });
-  };
+  const schedule = microtaskScheduler(() => {
+    if (reloadNeeded) {
+      reloadNeeded = false;
+      loadData();
+    }
+    syncControls();
+    refresh();
+  }, fail);
   const onData = (): void => {
     reloadNeeded = true;
     schedule();

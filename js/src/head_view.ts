@@ -21,7 +21,7 @@ import { headColor } from "./attention_layout";
 import { LinePanel, type PanelHead } from "./attention_lines";
 import styles from "./attention.css";
 import type { HeadTraits } from "./attention_types";
-import { h, styleElement } from "./dom";
+import { h, microtaskScheduler, saveTraits, styleElement } from "./dom";
 import baseStyles from "./styles.css";
 
 type Model = AnyModel<HeadTraits>;
@@ -34,11 +34,7 @@ export function renderHeadView({ model, el }: { model: Model; el: HTMLElement })
     className: "attnw attnw-attention attnw-headview",
     attrs: { tabindex: 0, role: "group", "aria-label": "Attention heads of one layer", "data-state": "loading" },
   });
-  const save = (patch: Partial<Omit<HeadTraits, "_view">>): void => {
-    // One save for all keys: the kernel validates them together.
-    for (const [key, value] of Object.entries(patch)) model.set(key as keyof HeadTraits, value as never);
-    model.save_changes();
-  };
+  const save = (patch: Partial<Omit<HeadTraits, "_view">>): void => saveTraits(model, patch);
 
   const controls = attentionControls(model, (patch) => save(patch));
   const layer = select("Layer:", "attnw-layer", (value) => save({ layer: Number(value) }));
@@ -142,21 +138,11 @@ export function renderHeadView({ model, el }: { model: Model; el: HTMLElement })
   };
 
   // Several trait changes of one kernel message -> one update.
-  let pending = false;
-  const schedule = (): void => {
-    if (pending) return;
-    pending = true;
-    queueMicrotask(() => {
-      pending = false;
-      try {
-        update();
-      } catch (err) {
-        root.dataset.state = "error";
-        status.textContent = `attnwidget: cannot draw this view: ${err instanceof Error ? err.message : String(err)}`;
-        console.error("attnwidget head view:", err);
-      }
-    });
-  };
+  const schedule = microtaskScheduler(update, (err) => {
+    root.dataset.state = "error";
+    status.textContent = `attnwidget: cannot draw this view: ${err instanceof Error ? err.message : String(err)}`;
+    console.error("attnwidget head view:", err);
+  });
 
   const onHeadClick = (event: MouseEvent): void => {
     const box = (event.target as Element | null)?.closest?.(".attnw-headbox") as HTMLElement | null;

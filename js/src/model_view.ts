@@ -31,7 +31,7 @@ import { watchHostTheme } from "./host_theme";
 import styles from "./attention.css";
 import type { MatrixInfo, ModelTraits, ThumbIndex } from "./attention_types";
 import { asBytes } from "./buffers";
-import { h, styleElement, whenIdle } from "./dom";
+import { h, microtaskScheduler, saveTraits, styleElement, whenIdle } from "./dom";
 import { decodeFloat16Bits, widen } from "./float16";
 import baseStyles from "./styles.css";
 
@@ -52,11 +52,7 @@ export function renderModelView({ model, el }: { model: Model; el: HTMLElement }
     className: "attnw attnw-attention attnw-modelview",
     attrs: { tabindex: 0, role: "group", "aria-label": "Attention of every layer and head", "data-state": "loading" },
   });
-  const save = (patch: Partial<Omit<ModelTraits, "_view">>): void => {
-    // One save for all keys: the kernel validates them together.
-    for (const [key, value] of Object.entries(patch)) model.set(key as keyof ModelTraits, value as never);
-    model.save_changes();
-  };
+  const save = (patch: Partial<Omit<ModelTraits, "_view">>): void => saveTraits(model, patch);
   const controls = attentionControls(model, (patch) => save(patch));
   const canvas = h("canvas", { className: "attnw-thumbs", attrs: { role: "img", "aria-label": "Layer by head thumbnails" } });
   const hoverBox = h("div", { className: "attnw-cell-hover", attrs: { hidden: true } });
@@ -267,21 +263,11 @@ export function renderModelView({ model, el }: { model: Model; el: HTMLElement }
     });
   };
 
-  let pending = false;
-  const schedule = (): void => {
-    if (pending) return;
-    pending = true;
-    queueMicrotask(() => {
-      pending = false;
-      try {
-        update();
-      } catch (err) {
-        root.dataset.state = "error";
-        status.textContent = `attnwidget: cannot draw this view: ${err instanceof Error ? err.message : String(err)}`;
-        console.error("attnwidget model view:", err);
-      }
-    });
-  };
+  const schedule = microtaskScheduler(update, (err) => {
+    root.dataset.state = "error";
+    status.textContent = `attnwidget: cannot draw this view: ${err instanceof Error ? err.message : String(err)}`;
+    console.error("attnwidget model view:", err);
+  });
 
   const cellOf = (event: MouseEvent): { layer: number; head: number } | null => {
     if (!geometry) return null;
