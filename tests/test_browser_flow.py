@@ -4,8 +4,10 @@ Each test displays a widget in solara's test page (served from 127.0.0.1)
 and checks two-way sync (a click changes the Python traits; a Python change
 redraws the page: ``data-*`` test hooks), that "flow" round-trips through the
 kernel's request/response with a progress bar while it works, hover
-tooltips, that token text stays text, that missing layers are requested, and
-that the page logs no errors and requests nothing from outside.
+tooltips, that token text stays text, that missing layers are requested, that
+the stack picker of encoder–decoder models (T5) switches to the decoder's
+diagram both ways, and that the page logs no errors and requests nothing from
+outside.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import numpy as np
 import pytest
 from IPython.display import display
 from polling import wait_until
+from tiny_models import build
 
 from attnwidget import demo, explain
 from attnwidget.explanation import Explanation
@@ -80,6 +83,9 @@ def test_click_python_sync_hover_and_flow_round_trip(
     left = page.locator(f"{ROOT} .attnw-flow-left .attnw-flow-tok")
     right = page.locator(f"{ROOT} .attnw-flow-right .attnw-flow-tok")
     assert left.all_text_contents() == exp.tokens == right.all_text_contents()
+    # One stack (no decoder): no stack picker.
+    assert page.locator(f"{ROOT} select.attnw-flow-stack").is_hidden()
+    assert state(page, "stack") == "encoder"
     # Input tokens carry the rollout scores of the query (the explanation's own).
     assert score(left.nth(2)) == pytest.approx(exp.scores["rollout"][2], rel=1e-5)
 
@@ -137,6 +143,55 @@ def test_click_python_sync_hover_and_flow_round_trip(
     )
     text = tip.text_content()
     assert '#6 "' in text and "(node layers 2 → 1): Â = " in text
+    page_watch.assert_clean()
+
+
+def test_stack_picker_switches_to_the_decoder_both_ways(
+    page_watch, solara_test, page_session
+) -> None:
+    model, tokenizer = build("t5")
+    exp = explain(
+        model, tokenizer, "the keys to the cabinet are on the table", decoder_text="the cats"
+    )
+    decoder, q = exp.decoder_tokens, exp.query_index
+    layers = exp.decoder_attentions.shape[0]
+    assert decoder != exp.tokens[: len(decoder)]  # the diagrams' labels tell the stacks apart
+    view = FlowView(exp)
+    display(view)
+    page = page_session
+    page.locator(f"{ROOT}[data-state=ready][data-stack=encoder]").wait_for()
+    left = page.locator(f"{ROOT} .attnw-flow-left .attnw-flow-tok")
+    picker = page.locator(f"{ROOT} select.attnw-flow-stack")
+    assert left.all_text_contents() == exp.tokens and picker.is_visible()
+
+    # Page -> Python: the picker sets the trait; the kernel sends the decoder's data.
+    picker.select_option("decoder")
+    wait_until(lambda: view.stack == "decoder")
+    page.locator(
+        f"{ROOT}[data-stack=decoder][data-state=ready][data-selected='{layers}:{q}']"
+    ).wait_for()
+    assert left.all_text_contents() == decoder
+    # The page's rollout of the decoder query is Python's (float32 on the page).
+    expected = view.paths("rollout").scores_down
+    for i in range(len(decoder)):
+        assert score(left.nth(i)) == pytest.approx(expected[i], rel=1e-5, abs=1e-7)
+    assert page.locator(f"{ROOT} .attnw-caption").text_content() == view.caption
+
+    # Python -> page: back to the encoder, then the decoder again with a kernel method.
+    view.stack = "encoder"
+    page.locator(f"{ROOT}[data-stack=encoder][data-state=ready]").wait_for()
+    assert left.all_text_contents() == exp.tokens and picker.input_value() == "encoder"
+    view.stack = "decoder"
+    view.method = "flow"
+    page.locator(
+        f"{ROOT}[data-stack=decoder][data-method=flow][data-source=kernel][data-state=ready]"
+    ).wait_for()
+    assert left.all_text_contents() == decoder and picker.input_value() == "decoder"
+    flow = view.paths("flow", layers, q).scores_down
+    assert left.nth(1).get_attribute("data-score") == str(np.float32(flow[1]))
+    # The decoder offers only what it has data for.
+    options = page.locator(f"{ROOT} select.attnw-flow-method option").all_text_contents()
+    assert options == ["raw", "rollout", "flow"]
     page_watch.assert_clean()
 
 
@@ -247,3 +302,20 @@ def test_saved_page_draws_page_methods_without_a_kernel(page, tmp_path) -> None:
     page.locator(f"{ROOT}[data-selected='{exp.num_layers}:2']").wait_for()
     assert int(state(page, "paths")) > 0
     assert requests == [path.as_uri()] and not errors  # nothing fetched, nothing failed
+
+
+def test_saved_decoder_page_draws_the_decoder_and_keeps_its_stack(page, tmp_path) -> None:
+    model, tokenizer = build("bart")
+    exp = explain(model, tokenizer, "the keys to the cabinet", decoder_text="the cats")
+    path = tmp_path / "flow-decoder.html"
+    FlowView(exp, stack="decoder").to_html(path)
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(path.as_uri())
+    page.locator(f"{ROOT}[data-stack=decoder][data-state=ready][data-source=page]").wait_for()
+    left = page.locator(f"{ROOT} .attnw-flow-left .attnw-flow-tok")
+    assert left.all_text_contents() == exp.decoder_tokens
+    # The page holds the decoder's attention only: no switching without a kernel.
+    picker = page.locator(f"{ROOT} select.attnw-flow-stack")
+    assert picker.is_visible() and picker.is_disabled()
+    assert not errors

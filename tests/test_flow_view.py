@@ -1,7 +1,9 @@
 """FlowView (Python side): traits, validation, wire buffers, the compute handler.
 
 The handler's numbers are checked against the library's own methods computed
-independently here (rollout, attention_flow, raw_attention, grad_attention).
+independently here (rollout, attention_flow, raw_attention, grad_attention);
+the decoder stack's (T5, BART) against raw, rollout and flow written out in
+the test from ``explanation.decoder_attentions``.
 """
 
 from __future__ import annotations
@@ -12,12 +14,14 @@ from typing import Any
 import numpy as np
 import pytest
 import traitlets
+from tiny_models import build
 
 from attnwidget import demo, explain
+from attnwidget.errors import ModelNotSupportedError, TooLargeError
 from attnwidget.explanation import Explanation
 from attnwidget.methods import attention_flow, grad_attention, raw_attention
 from attnwidget.methods._graph import add_residual, fuse_heads
-from attnwidget.methods.paths import _max_flow_edges, path_methods
+from attnwidget.methods.paths import _max_flow_edges, compute_paths, path_methods
 from attnwidget.methods.rollout import rollout
 from attnwidget.views import FlowView
 from attnwidget.views import flow_view as flow_module
@@ -203,8 +207,15 @@ def test_message_handler_progress_stale_and_errors(monkeypatch: pytest.MonkeyPat
     assert all(isinstance(b, memoryview) for b in sent[-1][1])
 
     sent.clear()
-    view._on_message(view, {**request, "version": view.version + 5, "layer": 4, "token": 1}, [])
-    assert sent[0][0]["type"] == "error" and "version" in sent[0][0]["message"]
+    # A request for an older version (the data changed meanwhile) is not an
+    # error: the page is told it is stale and asks again.
+    view._on_message(view, {**request, "version": view.version - 1, "layer": 4, "token": 1}, [])
+    assert sent == [({"type": "stale", "id": 3, "version": view.version}, None)]
+    sent.clear()
+    view._on_message(view, {"type": "request", "version": view.version - 1, "layer": 0}, [])
+    assert sent == []  # a stale layer request: the page asks for the new layers itself
+    with pytest.raises(ValueError, match="version"):
+        view._compute_reply({**request, "version": view.version + 5, "layer": 4, "token": 1})
     sent.clear()
     view._on_message(view, {**request, "layer": 9, "token": 1}, [])
     assert sent[0][0]["type"] == "error" and "0 (input tokens) .. 4" in sent[0][0]["message"]
@@ -263,3 +274,173 @@ def test_export_embeds_every_layer(monkeypatch: pytest.MonkeyPatch) -> None:
         view._exporting = False
     assert state["fused_layers"] == 3 and len(state["fused"]) == 3 * 6 * 6 * 4
     assert view.get_state()["fused_layers"] == 1
+
+
+# -- the decoder stack of encoder–decoder models ----------------------------------
+
+SOURCE = "the keys to the cabinet are on the table"
+
+
+@functools.cache
+def seq2seq_explanation(family: str, decoder_text: str = "the keys to the") -> Explanation:
+    model, tokenizer = build(family)
+    methods = ["raw", "rollout", "grad_attention"]
+    return explain(model, tokenizer, SOURCE, decoder_text=decoder_text, methods=methods)
+
+
+@functools.cache
+def causal_explanation() -> Explanation:
+    model, tokenizer = demo.load("sva-causal")
+    return explain(model, tokenizer, demo.sentences(1, seed=0, model="sva-causal")[0].text)
+
+
+def decoder_maps(exp: Explanation) -> tuple[np.ndarray, np.ndarray]:
+    """Head-mean decoder attention W and Â = 0.5·W + 0.5·I (rows re-normalised), by hand."""
+    w = exp.decoder_attentions.astype(np.float64).mean(axis=1)
+    adjusted = 0.5 * w + 0.5 * np.eye(w.shape[-1])[None]
+    return w, adjusted / adjusted.sum(axis=-1, keepdims=True)
+
+
+def state_of(view: FlowView) -> tuple[Any, ...]:
+    return (
+        view.stack,
+        view.version,
+        view.tokens,
+        view.shape,
+        view.fused,
+        view.method,
+        view.methods,
+        view.query_index,
+        view.selected_layer,
+        view.selected_token,
+    )
+
+
+def test_stack_traits_and_defaults() -> None:
+    exp = seq2seq_explanation("t5")
+    m, q = len(exp.decoder_tokens), exp.query_index
+    assert q == m - 1 > 2  # the last decoder position: a few tokens to look at
+    view = FlowView(exp)
+    assert view.stacks == ["encoder", "decoder"] and view.stack == "encoder"
+    assert view.tokens == exp.tokens and view.query_index == -1  # the query is a decoder position
+    assert "grad_attention" in view.methods and "cross-attention" in view.caption
+
+    dec = FlowView(exp, stack="decoder")
+    layers = exp.decoder_attentions.shape[0]
+    assert dec.tokens == exp.decoder_tokens and dec.shape == [layers, m]
+    assert dec.query_index == q and (dec.selected_layer, dec.selected_token) == (layers, q)
+    # Gradients are captured for the encoder's attention only: no gradient paths here.
+    assert dec.methods == ["raw", "rollout", "flow"] == path_methods(exp, "decoder")
+    assert f"query #{q} {exp.decoder_tokens[q]!r}" in dec.caption
+    assert "decoder's self-attention" in dec.caption and "matrix='cross'" in dec.caption
+    expected = fuse_heads(exp.decoder_attentions.astype(np.float64)).astype(np.float32)
+    assert np.array_equal(dec.wire_attention(), expected[: dec.fused_layers])
+
+    # Models with one stack: only "encoder" (their only self-attention).
+    assert FlowView(causal_explanation()).stacks == ["encoder"]
+    assert FlowView(encoder_explanation()).stacks == ["encoder"]
+
+
+def test_stack_errors_name_the_fix_and_change_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    causal = FlowView(causal_explanation())
+    before = state_of(causal)
+    with pytest.raises(traitlets.TraitError, match="needs an encoder–decoder explanation") as info:
+        causal.stack = "decoder"
+    assert "kind 'causal-lm'" in str(info.value) and "Use stack='encoder'" in str(info.value)
+    assert state_of(causal) == before
+    with pytest.raises(traitlets.TraitError, match="needs an encoder–decoder"):
+        FlowView(causal_explanation(), stack="decoder")
+    with pytest.raises(traitlets.TraitError, match="needs an encoder–decoder"):
+        causal.set_explanation(causal_explanation(), stack="decoder")
+    assert state_of(causal) == before
+
+    view = FlowView(seq2seq_explanation("t5"), method="grad_attention")
+    before = state_of(view)
+    with pytest.raises(traitlets.TraitError, match="'decodr' is not a stack; use 'encoder' or"):
+        view.stack = "decodr"
+    with pytest.raises(traitlets.TraitError):
+        view.stack = 1  # type: ignore[assignment]
+    assert state_of(view) == before
+    # A method the decoder stack cannot draw: refused with the reason and the fix.
+    with pytest.raises(traitlets.TraitError, match="encoder only; use stack='encoder'"):
+        FlowView(seq2seq_explanation("t5"), stack="decoder", method="grad_attention")
+    with pytest.raises(ModelNotSupportedError, match="encoder only"):
+        compute_paths(seq2seq_explanation("t5"), "grad_attention", 1, 0, stack="decoder")
+    with pytest.raises(ModelNotSupportedError, match="needs an encoder–decoder"):
+        compute_paths(causal_explanation(), "rollout", 1, 0, stack="decoder")
+
+    # A decoder too long to draw: the switch is refused before anything changes.
+    short = seq2seq_explanation("t5", decoder_text=SOURCE + " " + SOURCE)
+    assert len(short.decoder_tokens) > len(short.tokens)
+    monkeypatch.setattr(flow_module, "MAX_TOKENS", len(short.tokens))
+    view = FlowView(short)
+    before = state_of(view)
+    with pytest.raises(TooLargeError, match=r"\(decoder stack\)"):
+        view.stack = "decoder"
+    assert state_of(view) == before
+
+
+@pytest.mark.parametrize("family", ["t5", "bart"])
+def test_decoder_raw_rollout_and_flow_match_a_computation_by_hand(family: str) -> None:
+    exp = seq2seq_explanation(family)
+    w, adjusted = decoder_maps(exp)
+    layers, m = w.shape[0], w.shape[-1]
+    q = exp.query_index
+    view = FlowView(exp, stack="decoder")
+    rolled = np.eye(m)
+    for layer in range(layers):
+        rolled = adjusted[layer] @ rolled
+
+    for t in (q, 2):  # the query, and a middle position: causal, so nothing after it
+        roll = ask(view, "rollout", layers, t)
+        assert np.allclose(roll["nodes"][0], rolled[t], atol=1e-6)
+        assert np.all(roll["nodes"][0][t + 1 :] == 0)
+        assert np.allclose(roll["edges"][-1][t], adjusted[-1][t], atol=1e-6)
+        raw = ask(view, "raw", layers, t)
+        assert np.allclose(raw["nodes"][0], w[-1][t], atol=1e-6)
+    up = ask(view, "rollout", 0, 1)
+    assert np.allclose(up["nodes"][layers], rolled[:, 1], atol=1e-6)
+
+    # Attention flow in a two-layer graph: the paths q → k → j are disjoint,
+    # so the max flow to j is Σ_k min(Â_2[q, k], Â_1[k, j]); normalised over j.
+    assert layers == 2
+    flows = np.minimum(adjusted[1][q][:, None], adjusted[0]).sum(axis=0)
+    flow = ask(view, "flow", layers, q)
+    assert np.allclose(flow["nodes"][0], flows / flows.sum(), atol=1e-6)
+    assert np.allclose(flow["edges"].astype(np.float64).sum(axis=(1, 2)), 1.0, atol=1e-5)
+    assert np.allclose(view.paths("flow", layers, q).scores_down, flows / flows.sum(), atol=1e-9)
+
+
+def test_switching_stacks_from_python() -> None:
+    exp = seq2seq_explanation("t5")
+    layers_dec, m = exp.decoder_attentions.shape[0], len(exp.decoder_tokens)
+    view = FlowView(exp, method="grad_attention")
+    view.select(1, 3)
+    version = view.version
+    encoder_rollout = view.paths("rollout", exp.num_layers, 0)
+
+    view.stack = "decoder"
+    # New data and version; the decoder's query at its top; grad_attention is
+    # not offered there, so rollout is drawn.
+    assert view.version == version + 1 and view.tokens == exp.decoder_tokens
+    assert view.shape == [layers_dec, m] and view.query_index == exp.query_index
+    assert (view.selected_layer, view.selected_token) == (layers_dec, exp.query_index)
+    assert view.method == "rollout" and view.methods == ["raw", "rollout", "flow"]
+    assert view.selection is not None and view.selection["text"] == exp.decoder_tokens[-1]
+    view.method = "flow"
+
+    view.stack = "encoder"
+    assert view.tokens == exp.tokens and view.version == version + 2
+    assert view.method == "flow" and "grad_attention" in view.methods
+    assert (view.selected_layer, view.selected_token) == (exp.num_layers, -1)
+    again = view.paths("rollout", exp.num_layers, 0)
+    assert np.array_equal(again.nodes, encoder_rollout.nodes)
+
+    # A new explanation keeps the stack where it has one, else "encoder".
+    view.stack = "decoder"
+    bart = seq2seq_explanation("bart")
+    view.set_explanation(bart)
+    assert view.stack == "decoder" and view.tokens == bart.decoder_tokens
+    view.set_explanation(causal_explanation())
+    assert view.stack == "encoder" and view.stacks == ["encoder"]
+    assert view.tokens == causal_explanation().tokens

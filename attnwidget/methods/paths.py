@@ -57,12 +57,26 @@ What each method's contribution is (exactly what the view draws):
     Not a property of the selection: AttnLRP's relevance of every attention
     weight for the explained target, summed over heads (signed), with the
     residual-stream relevance of every node; layer 0 holds the token scores.
+
+Stacks
+------
+Encoder–decoder explanations (T5, BART) have two self-attention stacks:
+``stack="encoder"`` (``explanation.attentions``, over the input tokens; for
+every other model its only stack) and ``stack="decoder"``
+(``explanation.decoder_attentions``, over the decoder tokens; the selection's
+query is the explained decoder position). :func:`stack_explanation` gives the
+decoder stack as an explanation of its own, without the encoder's scores,
+gradients and method details, so only the methods that need attention alone
+(raw, rollout, flow) apply there: the capture records gradients and AttnLRP
+relevance of the encoder's attention only. Cross-attention (decoder →
+encoder) is in neither stack's graph: decoder paths assume, as rollout does,
+that decoder tokens mix only through self-attention and the residual.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -112,6 +126,73 @@ class PathResult:
     def scores_up(self) -> np.ndarray:
         """(n,) the top nodes' values (the selected token's score for each top node)."""
         return self.nodes[-1]
+
+
+# -- stacks ---------------------------------------------------------------------
+
+#: The self-attention stacks a flow diagram can show (see "Stacks" above).
+STACKS: tuple[str, ...] = ("encoder", "decoder")
+
+
+def stacks(explanation: Any) -> list[str]:
+    """``explanation``'s stacks: ``["encoder", "decoder"]`` with decoder attention, else one."""
+    if getattr(explanation, "decoder_attentions", None) is not None:
+        return list(STACKS)
+    return ["encoder"]
+
+
+def stack_problem(explanation: Any, stack: object) -> str | None:
+    """Why ``stack`` cannot be shown for ``explanation`` (and what to do instead), or None."""
+    if stack in stacks(explanation):
+        return None
+    if stack != "decoder":
+        return (
+            f"stack={stack!r} is not a stack; use 'encoder' or 'decoder' (encoder–decoder models)."
+        )
+    kind = getattr(explanation, "kind", "arrays")
+    if kind == "encoder-decoder":
+        why = "this encoder–decoder explanation has no decoder_attentions"
+    else:
+        why = (
+            f"this explanation (kind {kind!r}) has a single self-attention stack, shown as "
+            "stack='encoder' (for a decoder-only model such as GPT-2 that stack is its decoder)"
+        )
+    return (
+        f"stack='decoder' needs an encoder–decoder explanation (T5, BART) with decoder "
+        f"self-attention; {why}. Use stack='encoder', or explain an encoder–decoder model "
+        "with attnwidget.explain(model, tokenizer, text, decoder_text=...)."
+    )
+
+
+def stack_explanation(explanation: Any, stack: str = "encoder") -> Any:
+    """``explanation`` as one stack sees it (see "Stacks" in the module docstring).
+
+    ``"encoder"``: the explanation itself. ``"decoder"``: a copy whose tokens are
+    the decoder tokens, attentions the decoder self-attention and query the
+    explained decoder position, without scores, gradients or details (those
+    are the encoder tokens'), so that no method computes them from the wrong
+    stack. Raises ``ValueError`` (unknown name) or ``ModelNotSupportedError``
+    (no decoder) with the fix.
+    """
+    problem = stack_problem(explanation, stack)
+    if problem is not None:
+        raise (ValueError if stack != "decoder" else ModelNotSupportedError)(problem)
+    if stack == "encoder":
+        return explanation
+    return replace(
+        explanation,
+        tokens=[str(t) for t in explanation.decoder_tokens],
+        attentions=explanation.decoder_attentions,
+        raw_tokens=None,
+        input_ids=None,
+        sentence_b_start=None,
+        scores={},
+        attention_grads=None,
+        decoder_tokens=None,
+        decoder_attentions=None,
+        cross_attentions=None,
+        details={},
+    )
 
 
 # -- per-layer matrices ---------------------------------------------------------
@@ -373,9 +454,12 @@ def register_path_method(
     return decorator
 
 
-def path_methods(explanation: Any = None) -> list[str]:
-    """Names of the path methods, or those that apply to ``explanation``."""
-    return [m.name for m in _PATH_METHODS.values() if explanation is None or m.applies(explanation)]
+def path_methods(explanation: Any = None, stack: str = "encoder") -> list[str]:
+    """Names of the path methods, or those that apply to ``explanation``'s ``stack``."""
+    if explanation is None:
+        return list(_PATH_METHODS)
+    shown = stack_explanation(explanation, stack)
+    return [m.name for m in _PATH_METHODS.values() if m.applies(shown)]
 
 
 def get_path_method(name: str) -> PathMethod:
@@ -393,18 +477,23 @@ def compute_paths(
     layer: int,
     token: int,
     *,
+    stack: str = "encoder",
     head_fusion: HeadFusion = "mean",
     progress: Progress | None = None,
 ) -> PathResult:
-    """The paths of ``method`` for the node ``(layer, token)`` of ``explanation``."""
+    """The paths of ``method`` for the node ``(layer, token)`` of ``explanation``'s ``stack``."""
     spec = get_path_method(method)
-    if not spec.applies(explanation):
+    shown = stack_explanation(explanation, stack)
+    if not spec.applies(shown):
+        if stack != "encoder" and spec.applies(explanation):
+            why = "the explanation holds what it needs for the encoder only; use stack='encoder'"
+        else:
+            why = f"it needs what attnwidget.explain(..., methods=[{method!r}]) captures"
         raise ModelNotSupportedError(
-            f"method {method!r} cannot draw paths for this explanation; it needs what "
-            f"attnwidget.explain(..., methods=[{method!r}]) captures. Available here: "
-            f"{', '.join(path_methods(explanation))}."
+            f"method {method!r} cannot draw paths for the {stack} stack of this explanation; "
+            f"{why}. Available here: {', '.join(path_methods(explanation, stack))}."
         )
-    return spec.compute(explanation, layer, token, head_fusion=head_fusion, progress=progress)
+    return spec.compute(shown, layer, token, head_fusion=head_fusion, progress=progress)
 
 
 def _always(_explanation: Any) -> bool:

@@ -8,13 +8,30 @@ down to the input tokens and up to the top by the selected method, with path
 widths = each edge's contribution (:mod:`attnwidget.methods.paths` defines
 them exactly) and the end tokens coloured by the method's scores.
 
+Encoder–decoder models (T5, BART) have two self-attention stacks, one diagram
+at a time (``stack``, a picker in the page): the encoder's over the input
+tokens, or the decoder's over the decoder tokens, with the explained decoder
+position as the query. Cross-attention (decoder → encoder) is not drawn: it
+links two different token sets, so it is no edge of either layered graph, and
+the decoder's paths assume (as rollout does) that decoder tokens mix only
+through self-attention and the residual; ``HeadView(exp, matrix="cross")``
+shows it. On the decoder stack only raw, rollout and flow are offered: the
+gradients and relevance that grad_attention, chefer2021 and lrp need are
+captured for the encoder's attention only.
+
 Message schema (traits synced with ``js/src/flow_types.ts`` ``FlowTraits``;
-keep both in sync). L attention layers, n tokens:
+keep both in sync). L attention layers, n tokens, both of the shown stack:
 
 ====================  ===========  ===========================================
 trait                 type         meaning
 ====================  ===========  ===========================================
 ``_view``             str          ``"flow"``
+``stacks``            list[str]    the explanation's stacks: ``["encoder",
+                                   "decoder"]`` (encoder–decoder models; the
+                                   page shows a picker) or ``["encoder"]`` (every
+                                   other model: its only self-attention)
+``stack``             str          the shown stack (synced both ways); cross-
+                                   attention is drawn by neither
 ``tokens``            list[str]    n token strings (shown as text, never HTML)
 ``shape``             list[int]    ``[L, n]``
 ``fused``             bytes        float32 little-endian C order, shape
@@ -27,14 +44,17 @@ trait                 type         meaning
                                    asks for the others (``request``)
 ``head_fusion``       str          "mean", "max" or "min"
 ``query_index``       int          the explained query position, -1 for none
+                                   (the encoder stack of an encoder–decoder
+                                   model: the query is a decoder position)
 ``caption``           str          what is explained (plain text)
 ``methods``           list[str]    path methods available for this input
 ``summaries``         list[str]    one line per method
 ``signed``            list[bool]   per method: values can be negative
 ``local_methods``     list[str]    methods the page computes itself (from
                                    ``fused``): "raw", "rollout"
-``version``           int          bumps with every new explanation; requests
-                                   and replies carry it, stale ones are dropped
+``version``           int          bumps with every new explanation and stack;
+                                   requests and replies carry it, stale ones
+                                   are dropped
 ``method``            str          the drawn method (synced both ways)
 ``selected_layer``    int          selected node layer 0 … L (synced)
 ``selected_token``    int          selected token, -1 for none (synced)
@@ -58,6 +78,10 @@ Custom messages (anywidget ``model.send`` / ``widget.send``):
 - page → kernel ``{"type": "request", "version", "layer": l}`` (0-based
   attention layer); kernel → page ``{"type": "layer", "version", "layer": l}``
   with the float32 (n, n) ``W`` of that layer as its buffer.
+- kernel → page ``{"type": "stale", "id", "version"}``: a ``compute`` for an
+  older ``version`` (the explanation or stack changed meanwhile): the page
+  drops it and asks for its current selection. A stale ``request`` gets no
+  reply (the page asks for the new data's layers itself).
 - kernel → page ``{"type": "error", "id"?, "message"}``: the page shows it.
 """
 
@@ -68,6 +92,7 @@ import os
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -77,7 +102,15 @@ import traitlets
 from ..errors import TooLargeError, UnknownMethodError
 from ..explanation import Explanation
 from ..methods._graph import HEAD_FUSIONS, as_attention_array, fuse_heads
-from ..methods.paths import PathResult, compute_paths, get_path_method, path_methods
+from ..methods.paths import (
+    PathResult,
+    compute_paths,
+    get_path_method,
+    path_methods,
+    stack_explanation,
+    stack_problem,
+    stacks,
+)
 from ._attention import MAX_MESSAGE_BYTES, PRELOAD_BYTES
 from ._base import _AttnWidget
 from ._buffers import decode_float32, encode_float32
@@ -101,6 +134,19 @@ PROGRESS_INTERVAL = 0.15
 EXPORT_BYTES = 64 * 2**20
 
 
+@dataclass(frozen=True)
+class _Shown:
+    """One stack of one explanation, ready to show (computed before any trait changes)."""
+
+    stack: str
+    explanation: Explanation  # the stack's view (stack_explanation)
+    fused: np.ndarray  # float32 (L, n, n)
+    methods: list[str]
+    method: str
+    query: int
+    caption: str
+
+
 class FlowView(_AttnWidget):
     """The token-to-token flow diagram across layers, one method's paths highlighted.
 
@@ -112,12 +158,23 @@ class FlowView(_AttnWidget):
     computed in the page; "flow", "grad_attention" and "lrp" are asked from
     the kernel (with a progress bar; the page stays usable).
 
+    Encoder–decoder explanations (T5, BART) get a stack picker: ``stack=
+    "decoder"`` draws the decoder's self-attention over the decoder tokens,
+    with the explained decoder position (``explanation.query_index``) as the
+    query, and offers raw, rollout and flow (the gradient and LRP methods'
+    data is captured for the encoder only). Cross-attention is drawn on
+    neither stack (``HeadView(exp, matrix="cross")`` shows it). Switching the
+    stack selects the new stack's query at its top layer and keeps the method
+    where the stack offers it (else "rollout").
+
     Args:
         explanation: the :class:`~attnwidget.Explanation` to show.
         method: the method whose paths are drawn (default "rollout"); see
             :attr:`methods` for those available (``grad_attention`` needs an
             explanation from :func:`attnwidget.explain`, ``lrp`` one computed
             with ``methods=[..., "lrp"]``).
+        stack: "encoder" (default: the encoder of an encoder–decoder model,
+            else the model's only stack) or "decoder" (encoder–decoder only).
         threshold: hide edges of weight (and path shares) below this.
         selected_layer, selected_token: the initially selected node; default
             the explained query at the top layer.
@@ -129,10 +186,14 @@ class FlowView(_AttnWidget):
         view                                  # click a token …
         view.selected_layer, view.selected_token
         view.paths().scores_down              # the method's scores for it
+        FlowView(t5_explanation, stack="decoder")   # the decoder's diagram
     """
 
     _view = traitlets.Unicode("flow").tag(sync=True)
 
+    stacks = traitlets.List(traitlets.Unicode(), default_value=["encoder"], read_only=True).tag(
+        sync=True
+    )
     tokens = traitlets.List(traitlets.Unicode(), read_only=True).tag(sync=True)
     shape = traitlets.List(traitlets.Int(), default_value=[0, 0], read_only=True).tag(sync=True)
     fused = traitlets.Bytes(b"", read_only=True).tag(sync=True)
@@ -148,6 +209,8 @@ class FlowView(_AttnWidget):
     ).tag(sync=True)
     version = traitlets.Int(0, read_only=True).tag(sync=True)
 
+    stack = traitlets.Unicode("encoder").tag(sync=True)
+    """The shown self-attention stack: "encoder" or (encoder–decoder models) "decoder"."""
     method = traitlets.Unicode("rollout").tag(sync=True)
     """The method whose paths are drawn (one of :attr:`methods`)."""
     selected_layer = traitlets.Int(0).tag(sync=True)
@@ -162,6 +225,7 @@ class FlowView(_AttnWidget):
         explanation: Explanation,
         *,
         method: str = "rollout",
+        stack: str = "encoder",
         threshold: float = 0.02,
         selected_layer: int | None = None,
         selected_token: int | None = None,
@@ -169,13 +233,19 @@ class FlowView(_AttnWidget):
         **kwargs: Any,
     ) -> None:
         self._explanation: Explanation | None = None
+        self._shown: _Shown | None = None
+        # Set while the view itself sets ``stack`` (its observer must not reload).
+        self._committing = False
+        self._pending: _Shown | None = None
+        # Bumps per explanation (not per stack): cached paths survive a stack switch.
+        self._serial = 0
         self._cache: OrderedDict[tuple[Any, ...], PathResult] = OrderedDict()
         self._exporting = False
         super().__init__(**kwargs)
         if head_fusion not in HEAD_FUSIONS:
             raise ValueError(f"head_fusion={head_fusion!r} is not one of {HEAD_FUSIONS}.")
         self.set_trait("head_fusion", head_fusion)
-        self.set_explanation(explanation, method=method)
+        self.set_explanation(explanation, method=method, stack=stack)
         with self.hold_sync():
             self.threshold = threshold
             layers = self.shape[0]
@@ -192,52 +262,92 @@ class FlowView(_AttnWidget):
         """The explanation shown."""
         return self._explanation
 
-    def set_explanation(self, explanation: Explanation, *, method: str | None = None) -> None:
+    def set_explanation(
+        self, explanation: Explanation, *, method: str | None = None, stack: str | None = None
+    ) -> None:
         """Show another explanation.
 
-        The method is kept when it still applies (else "rollout"); the
-        selection is kept when it is still in range (else the query at the top).
+        The stack is kept when the new explanation has it (else "encoder"); the
+        method is kept when it still applies (else "rollout"); the selection is
+        kept when it is still in range (else the query at the top). Nothing
+        changes when an argument is bad.
         """
         if not isinstance(explanation, Explanation):
             raise TypeError(
                 f"FlowView needs an attnwidget.Explanation, got {type(explanation).__name__}; "
                 "make one with attnwidget.explain(...) or Explanation.from_attentions(...)."
             )
-        n = len(explanation.tokens)
+        if stack is None:
+            stack = self.stack if self.stack in stacks(explanation) else "encoder"
+        shown = self._prepare(explanation, stack, method)
+        self._pending = None
+        self._explanation = explanation
+        self._serial += 1
+        self._cache.clear()
+        self._commit(shown, keep_selection=True)
+
+    def _prepare(self, explanation: Explanation, stack: str, method: str | None) -> _Shown:
+        """Check and compute what showing ``stack`` of ``explanation`` needs; change nothing."""
+        problem = stack_problem(explanation, stack)
+        if problem is not None:
+            raise traitlets.TraitError(problem)
+        shown = stack_explanation(explanation, stack)
+        n = len(shown.tokens)
         if n > MAX_TOKENS:
+            where = "" if stack == "encoder" else f" ({stack} stack)"
             raise TooLargeError(
-                f"FlowView draws at most {MAX_TOKENS} tokens; this input has {n}. Explain a "
-                "shorter text (or a part of it), or use SaliencyView / HeadView."
+                f"FlowView draws at most {MAX_TOKENS} tokens; this input has {n}{where}. Explain "
+                "a shorter text (or a part of it), or use SaliencyView / HeadView."
             )
-        fused = fuse_heads(as_attention_array(explanation.attentions), self.head_fusion)
-        layers = int(fused.shape[0])
-        names = path_methods(explanation)
-        wanted = method or self.method
+        names = path_methods(explanation, stack)
         if method is not None and method not in names:
-            raise self._method_error(method, names)
+            raise self._method_error(method, names, stack, explanation)
+        wanted = method or self.method
         if wanted not in names:
             wanted = "rollout"
-        per_layer = n * n * 4
-        preload = max(1, min(layers, PRELOAD_BYTES // per_layer))
-        self._fused = fused.astype(np.float32)
-        self._explanation = explanation
-        self._cache.clear()
-        query = explanation.query_index if explanation.decoder_tokens is None else -1
+        fused = fuse_heads(as_attention_array(shown.attentions), self.head_fusion)
+        # The encoder of an encoder–decoder model has no query row: the query is a decoder position.
+        has_query = stack == "decoder" or explanation.decoder_tokens is None
+        query = int(shown.query_index) if has_query else -1
+        return _Shown(
+            stack=stack,
+            explanation=shown,
+            fused=fused.astype(np.float32),
+            methods=names,
+            method=wanted,
+            query=query,
+            caption=_caption(explanation, stack),
+        )
+
+    def _commit(self, shown: _Shown, *, keep_selection: bool) -> None:
+        """Show ``shown`` (from :meth:`_prepare`): every trait in one update."""
+        assert self._explanation is not None
+        layers, n = int(shown.fused.shape[0]), len(shown.explanation.tokens)
+        preload = max(1, min(layers, PRELOAD_BYTES // (n * n * 4)))
+        self._shown = shown
+        self._fused = shown.fused
         with self.hold_sync():
             self.set_trait("version", self.version + 1)
-            self.set_trait("tokens", [str(t) for t in explanation.tokens])
+            self.set_trait("stacks", stacks(self._explanation))
+            self._committing = True
+            try:
+                self.stack = shown.stack
+            finally:
+                self._committing = False
+            self.set_trait("tokens", [str(t) for t in shown.explanation.tokens])
             self.set_trait("shape", [layers, n])
             self.set_trait("fused", encode_float32(self._fused[:preload])[0])
             self.set_trait("fused_layers", preload)
-            self.set_trait("query_index", int(query))
-            self.set_trait("caption", _caption(explanation, query))
-            self.set_trait("methods", names)
-            self.set_trait("summaries", [get_path_method(m).summary for m in names])
-            self.set_trait("signed", [get_path_method(m).signed for m in names])
-            self.method = wanted
-            if not 0 <= self.selected_layer <= layers or self.selected_token >= n:
+            self.set_trait("query_index", shown.query)
+            self.set_trait("caption", shown.caption)
+            self.set_trait("methods", shown.methods)
+            self.set_trait("summaries", [get_path_method(m).summary for m in shown.methods])
+            self.set_trait("signed", [get_path_method(m).signed for m in shown.methods])
+            self.method = shown.method
+            in_range = 0 <= self.selected_layer <= layers and self.selected_token < n
+            if not (keep_selection and in_range):
                 self.set_trait("selected_layer", layers)
-                self.set_trait("selected_token", query)
+                self.set_trait("selected_token", shown.query)
 
     def select(self, layer: int, token: int) -> None:
         """Select the node ``(layer, token)`` (``token=-1``: clear) in one update."""
@@ -291,17 +401,19 @@ class FlowView(_AttnWidget):
         return decode_float32(self.fused, (layers, n, n))
 
     def _paths(self, method: str, layer: int, token: int, progress: Any = None) -> PathResult:
-        key = (self.version, method, layer, token, self.head_fusion)
+        assert self._explanation is not None and self._shown is not None
+        stack = self._shown.stack
+        key = (self._serial, stack, method, layer, token, self.head_fusion)
         cached = self._cache.get(key)
         if cached is not None:
             self._cache.move_to_end(key)
             return cached
-        assert self._explanation is not None
         result = compute_paths(
             self._explanation,
             method,
             layer,
             token,
+            stack=stack,
             head_fusion=self.head_fusion,  # type: ignore[arg-type]
             progress=progress,
         )
@@ -316,6 +428,11 @@ class FlowView(_AttnWidget):
         if not isinstance(content, dict):
             return
         kind = content.get("type")
+        if kind in ("compute", "request") and content.get("version", self.version) != self.version:
+            # Asked before the explanation or stack changed: the page asks again.
+            if kind == "compute":
+                self.send({"type": "stale", "id": content.get("id"), "version": self.version})
+            return
         try:
             if kind == "compute":
                 progress = _throttled(
@@ -396,19 +513,28 @@ class FlowView(_AttnWidget):
 
     # -- validation -------------------------------------------------------------
 
-    def _method_error(self, method: str, names: list[str]) -> Exception:
+    def _method_error(
+        self,
+        method: str,
+        names: list[str],
+        stack: str | None = None,
+        explanation: Explanation | None = None,
+    ) -> Exception:
+        stack = stack or (self._shown.stack if self._shown else "encoder")
+        explanation = explanation or self._explanation
         try:
-            get_path_method(method)
-            known = True
+            spec = get_path_method(method)
         except UnknownMethodError:
-            known = False
-        why = (
-            "it needs data this explanation lacks"
-            if known
-            else "it is not a path method"
-            if method in _registered()
-            else "it is not a method"
-        )
+            spec = None
+        if spec is not None and stack != "encoder" and spec.applies(explanation):
+            why = (
+                f"the {stack} stack lacks what it needs: its data is captured for the encoder "
+                "only; use stack='encoder'"
+            )
+        elif spec is not None:
+            why = "it needs data this explanation lacks"
+        else:
+            why = "it is not a path method" if method in _registered() else "it is not a method"
         return traitlets.TraitError(
             f"method={method!r} is not available ({why}); this view has: "
             f"{', '.join(map(repr, names))}."
@@ -436,6 +562,24 @@ class FlowView(_AttnWidget):
             f"index 0..{n - 1} ({n} tokens)."
         )
 
+    @traitlets.validate("stack")
+    def _validate_stack(self, proposal: dict[str, Any]) -> str:
+        value = proposal["value"]
+        if self._committing or self._explanation is None:
+            return str(value)
+        if self._shown is not None and value == self._shown.stack:
+            return str(value)  # already shown: nothing to reload
+        # Prepare here, so that a stack that cannot be shown leaves everything as it was.
+        self._pending = self._prepare(self._explanation, value, None)
+        return str(value)
+
+    @traitlets.observe("stack")
+    def _on_stack(self, change: dict[str, Any]) -> None:
+        pending, self._pending = self._pending, None
+        if self._committing or pending is None or pending.stack != change["new"]:
+            return
+        self._commit(pending, keep_selection=False)
+
     @traitlets.validate("method")
     def _validate_method(self, proposal: dict[str, Any]) -> str:
         value = proposal["value"]
@@ -461,7 +605,7 @@ class FlowView(_AttnWidget):
     def __repr__(self) -> str:
         layers, n = self.shape
         return (
-            f"FlowView(layers={layers}, n={n}, method={self.method!r}, "
+            f"FlowView(stack={self.stack!r}, layers={layers}, n={n}, method={self.method!r}, "
             f"selected=({self.selected_layer}, {self.selected_token}), "
             f"threshold={self.threshold})"
         )
@@ -557,7 +701,8 @@ def _throttled(send: Callable[[int, int], None]) -> Callable[[int, int], None]:
     return progress
 
 
-def _caption(explanation: Explanation, query: int) -> str:
+def _caption(explanation: Explanation, stack: str) -> str:
+    """What is explained, and for encoder–decoder models which stack is drawn."""
     parts = []
     if explanation.target is not None:
         target = f"target {explanation.target!r}"
@@ -566,6 +711,23 @@ def _caption(explanation: Explanation, query: int) -> str:
             if 0 <= explanation.target_id < probs.shape[-1]:
                 target += f" (p = {float(probs[explanation.target_id]):.3g})"
         parts.append(target)
-    if query >= 0:
-        parts.append(f"query #{query} {explanation.tokens[query]!r}")
-    return "Explaining " + ", ".join(parts) + "." if parts else ""
+    decoder = explanation.decoder_tokens
+    q = explanation.query_index
+    if decoder is None:
+        parts.append(f"query #{q} {explanation.tokens[q]!r}")
+    else:
+        parts.append(
+            f"{'query' if stack == 'decoder' else 'at decoder position'} #{q} {decoder[q]!r}"
+        )
+    text = "Explaining " + ", ".join(parts) + "."
+    if decoder is None:
+        return text
+    drawn = (
+        "the decoder's self-attention over the decoder tokens"
+        if stack == "decoder"
+        else "the encoder's self-attention over the input tokens"
+    )
+    return (
+        f"{text} Drawn: {drawn}; cross-attention (decoder → encoder) is not drawn "
+        "(HeadView(exp, matrix='cross') shows it)."
+    )

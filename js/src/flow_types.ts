@@ -2,13 +2,29 @@
  * Trait and message schema of FlowView (Python: attnwidget/views/flow_view.py,
  * whose docstring has the same tables). Keep both in sync.
  *
- * L attention layers, n tokens; node layers 0 (input tokens) … L (top).
- * Edge layer l (1 … L) links node (l, i) to node (l − 1, j).
+ * L attention layers, n tokens, both of the shown stack; node layers 0
+ * (input tokens) … L (top). Edge layer l (1 … L) links node (l, i) to node
+ * (l − 1, j).
  */
 import type { BaseTraits, Binary } from "./types";
 
+/** A self-attention stack: "decoder" exists for encoder–decoder models only. */
+export type FlowStack = "encoder" | "decoder";
+
 export interface FlowTraits extends BaseTraits {
   _view: "flow";
+  /**
+   * The explanation's self-attention stacks: ["encoder", "decoder"] for
+   * encoder–decoder models (the page shows a picker), else ["encoder"] (the
+   * model's only stack).
+   */
+  stacks: FlowStack[];
+  /**
+   * The shown stack, synced both ways; the kernel answers a change with the
+   * stack's data (tokens, shape, fused, … and a new version). Cross-attention
+   * links two token sets, so it is drawn on neither stack.
+   */
+  stack: FlowStack;
   /** n token strings, shown as text (never parsed as HTML). */
   tokens: string[];
   /** [L, n]. */
@@ -22,7 +38,7 @@ export interface FlowTraits extends BaseTraits {
   /** How many layers `fused` holds; the page requests the others. */
   fused_layers: number;
   head_fusion: string;
-  /** The explained query position, -1 for none. */
+  /** The explained query position, -1 for none (an encoder–decoder model's encoder: its query is a decoder position). */
   query_index: number;
   /** What is explained (plain text). */
   caption: string;
@@ -32,7 +48,7 @@ export interface FlowTraits extends BaseTraits {
   signed: boolean[];
   /** Methods the page computes itself from `fused` ("raw", "rollout"). */
   local_methods: string[];
-  /** Bumps with every new explanation; requests and replies carry it. */
+  /** Bumps with every new explanation and stack; requests and replies carry it. */
   version: number;
   /** Synced both ways. */
   method: string;
@@ -91,6 +107,16 @@ export interface LayerReply {
   type: "layer";
   version: number;
   layer: number;
+}
+
+/**
+ * kernel -> page: the compute request `id` was for an older version (the
+ * explanation or stack changed meanwhile); the page drops it and asks again.
+ */
+export interface StaleReply {
+  type: "stale";
+  id: number;
+  version: number;
 }
 
 export interface ErrorReply {

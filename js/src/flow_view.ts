@@ -13,11 +13,16 @@
  * - "raw" and "rollout" are computed here; other methods are asked from the
  *   kernel (`compute`), one request at a time, the latest selection winning;
  *   a progress bar shows after 200 ms and the page stays usable.
+ * - Encoder–decoder models: a Stack picker (encoder / decoder self-attention)
+ *   sets the `stack` trait; the kernel answers with that stack's data. A
+ *   saved page holds one stack only, so there the picker is disabled.
  *
  * Test hooks on the root: data-state ("loading" | "ready" | "computing" |
- * "error" | "offline": a saved page asked for a kernel-computed method), data-method, data-selected ("layer:token" or ""), data-source
- * ("page" | "kernel" | ""), data-paths (path lines drawn), data-edges
- * (background lines drawn); the paths canvas's data-geometry (node positions).
+ * "error" | "offline": a saved page asked for a kernel-computed method),
+ * data-method, data-stack (the stack whose data is drawn), data-selected
+ * ("layer:token" or ""), data-source ("page" | "kernel" | ""), data-paths
+ * (path lines drawn), data-edges (background lines drawn); the paths
+ * canvas's data-geometry (node positions).
  */
 import type { AnyModel } from "@anywidget/types";
 
@@ -48,7 +53,7 @@ import {
   type FlowGeometry,
   type PathData,
 } from "./flow_paths";
-import type { ErrorReply, FlowTraits, LayerReply, PathsReply, ProgressReply } from "./flow_types";
+import type { ErrorReply, FlowStack, FlowTraits, LayerReply, PathsReply, ProgressReply, StaleReply } from "./flow_types";
 import baseStyles from "./styles.css";
 import type { Binary } from "./types";
 
@@ -68,9 +73,13 @@ const MAX_PATH_LINES = 12_000;
 const STROKE_BATCH = 64;
 /** Kernel results kept in the page. */
 const CACHE_SIZE = 24;
+/** The stack picker's labels (the trait's values are the keys). */
+const STACK_LABELS: Record<FlowStack, string> = { encoder: "Encoder", decoder: "Decoder" };
 
 interface Data {
   version: number;
+  /** The stack these tokens and layers belong to. */
+  stack: string;
   layers: number;
   n: number;
   tokens: string[];
@@ -93,6 +102,9 @@ export function renderFlowView({ model, el }: { model: Model; el: HTMLElement })
     attrs: { tabindex: 0, role: "group", "aria-label": "Token-to-token flow across layers", "data-state": "loading" },
   });
   const methodSelect = h("select", { className: "attnw-flow-method", attrs: { "aria-label": "Method" } });
+  const stackSelect = h("select", { className: "attnw-flow-stack", attrs: { "aria-label": "Stack" } });
+  // Shown only when the explanation has a decoder (syncControls).
+  const stackControl = h("label", { className: "attnw-control", attrs: { hidden: true } }, [h("span", { text: "Stack: " }), stackSelect]);
   const slider = h("input", {
     className: "attnw-flow-threshold",
     attrs: { type: "range", min: 0, max: 0.5, step: 0.005, "aria-label": "Threshold" },
@@ -105,6 +117,7 @@ export function renderFlowView({ model, el }: { model: Model; el: HTMLElement })
   const progressText = h("span");
   const progress = h("span", { className: "attnw-flow-progress", attrs: { hidden: true, role: "status" } }, [progressBar, progressText]);
   const controls = h("div", { className: "attnw-flow-controls" }, [
+    stackControl,
     h("label", { className: "attnw-control" }, [h("span", { text: "Method: " }), methodSelect]),
     h("label", { className: "attnw-control" }, [h("span", { text: "Threshold: " }), slider, sliderText]),
     legend,
@@ -155,6 +168,7 @@ export function renderFlowView({ model, el }: { model: Model; el: HTMLElement })
     // Filled arrays, not `new Array(layers)`: `every` skips holes.
     const next: Data = {
       version,
+      stack: model.get("stack") ?? "encoder",
       layers,
       n,
       tokens,
@@ -170,6 +184,7 @@ export function renderFlowView({ model, el }: { model: Model; el: HTMLElement })
       for (let l = 0; l < have; l++) putLayer(next, l, values.slice(l * n * n, (l + 1) * n * n));
     }
     data = next;
+    root.dataset.stack = next.stack;
     geometry = flowGeometry(layers, n);
     for (let l = have; l < layers; l++) model.send({ type: "request", version, layer: l });
     buildLabels();
@@ -561,6 +576,11 @@ export function renderFlowView({ model, el }: { model: Model; el: HTMLElement })
       done();
       return;
     }
+    if (msg.type === "stale") {
+      // Asked for an older explanation or stack: ask again for what is shown now.
+      if ((content as StaleReply).id === inflight.id) done();
+      return;
+    }
     if (msg.type === "error") {
       const reply = content as ErrorReply;
       if (reply.id != null && reply.id !== inflight.id) return;
@@ -593,6 +613,17 @@ export function renderFlowView({ model, el }: { model: Model; el: HTMLElement })
   // -- controls -----------------------------------------------------------------------
 
   const syncControls = (): void => {
+    const stacks = model.get("stacks") ?? [];
+    if (Array.from(stackSelect.options, (o) => o.value).join("\n") !== stacks.join("\n")) {
+      stackSelect.replaceChildren(...stacks.map((s) => h("option", { text: STACK_LABELS[s] ?? s, attrs: { value: s } })));
+    }
+    stackSelect.value = model.get("stack") ?? "encoder";
+    stackControl.hidden = stacks.length < 2;
+    // A saved page embeds the shown stack's attention only: no kernel to send the other.
+    stackSelect.disabled = offline;
+    stackControl.title = offline
+      ? "A saved page holds one stack; switch stacks in the notebook."
+      : "Which self-attention to draw. Cross-attention (decoder → encoder) is not drawn: HeadView's cross matrix shows it.";
     const methods = model.get("methods") ?? [];
     const summaries = model.get("summaries") ?? [];
     const current = Array.from(methodSelect.options, (o) => o.value).join("\n");
@@ -606,7 +637,7 @@ export function renderFlowView({ model, el }: { model: Model; el: HTMLElement })
     caption.textContent = model.get("caption") ?? "";
   };
 
-  const save = (patch: Partial<Pick<FlowTraits, "method" | "selected_layer" | "selected_token" | "threshold">>): void =>
+  const save = (patch: Partial<Pick<FlowTraits, "stack" | "method" | "selected_layer" | "selected_token" | "threshold">>): void =>
     saveTraits(model, patch);
 
   const select = (layer: number, token: number): void => {
@@ -708,6 +739,7 @@ export function renderFlowView({ model, el }: { model: Model; el: HTMLElement })
   };
 
   const onMethod = (): void => save({ method: methodSelect.value });
+  const onStack = (): void => save({ stack: stackSelect.value as FlowStack });
   const onSlider = (): void => save({ threshold: Number(slider.value) });
 
   // -- wiring --------------------------------------------------------------------------
@@ -736,7 +768,7 @@ export function renderFlowView({ model, el }: { model: Model; el: HTMLElement })
   });
 
   const DATA_TRAITS = ["tokens", "shape", "fused", "fused_layers", "version", "head_fusion"];
-  const VIEW_TRAITS = ["method", "selected_layer", "selected_token", "methods", "summaries", "signed", "caption", "query_index", "local_methods"];
+  const VIEW_TRAITS = ["stack", "stacks", "method", "selected_layer", "selected_token", "methods", "summaries", "signed", "caption", "query_index", "local_methods"];
   for (const name of DATA_TRAITS) model.on(`change:${name}`, onData);
   for (const name of VIEW_TRAITS) model.on(`change:${name}`, schedule);
   model.on("change:threshold", onThreshold);
@@ -747,6 +779,7 @@ export function renderFlowView({ model, el }: { model: Model; el: HTMLElement })
   canvas.addEventListener("mousemove", onMove);
   canvas.addEventListener("mouseleave", onLeave);
   methodSelect.addEventListener("change", onMethod);
+  stackSelect.addEventListener("change", onStack);
   slider.addEventListener("input", onSlider);
   root.addEventListener("keydown", onKey);
   schedule();
@@ -766,6 +799,7 @@ export function renderFlowView({ model, el }: { model: Model; el: HTMLElement })
     canvas.removeEventListener("mousemove", onMove);
     canvas.removeEventListener("mouseleave", onLeave);
     methodSelect.removeEventListener("change", onMethod);
+    stackSelect.removeEventListener("change", onStack);
     slider.removeEventListener("input", onSlider);
     root.removeEventListener("keydown", onKey);
     root.remove();
