@@ -3,6 +3,8 @@ lazy loading through custom messages, and the 10 MB message bound (no browser)."
 
 from __future__ import annotations
 
+import base64
+import html
 import json
 import re
 from typing import Any
@@ -230,6 +232,12 @@ def test_encoder_decoder_matrices_and_switching() -> None:
     np.testing.assert_array_equal(view.shown_attention(), explanation.cross_attentions)
     view.matrix = "encoder"  # 3 encoder tokens: the pinned row 3 no longer exists
     assert view.selected_token == -1
+    view.selected_token = 1  # an encoder token ...
+    view.matrix = "decoder"  # ... is not decoder token 1, though row 1 exists: unpinned
+    assert view.selected_token == -1
+    view.selected_token = 2
+    view.matrix = "cross"  # the same queries (decoder tokens): kept
+    assert view.selected_token == 2
     for key, expected in (
         ("encoder", explanation.attentions),
         ("decoder", explanation.decoder_attentions),
@@ -334,18 +342,75 @@ def state_payloads(page: str) -> list[dict[str, Any]]:
     return [json.loads(block) for block in blocks]
 
 
-def test_exported_pages_embed_more_than_the_live_state() -> None:
-    """A saved page cannot ask the kernel: to_html embeds the attention, shown layer first."""
+def reply_blocks(page: str) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
+    """The recorded replies of an exported page: (model id, match, {content, buffers})."""
+    pattern = (
+        r'<script type="application/json" data-attnwidget-reply="([^"]*)" '
+        r'data-match="([^"]*)">(.*?)</script>'
+    )
+    return [
+        (owner, json.loads(html.unescape(match)), json.loads(body))
+        for owner, match, body in re.findall(pattern, page, re.S)
+    ]
+
+
+def kernel_replies(view: HeadView | ModelView, request: dict[str, Any]) -> list[Any]:
+    """What the live view sends the page for ``request``: [(content, [bytes])]."""
+    sent: list[Any] = []
+    view.send = lambda content, buffers=None: sent.append(  # type: ignore[method-assign]
+        (content, [bytes(b) for b in buffers or []])
+    )
+    try:
+        view._on_message(view, request, [])
+    finally:
+        del view.send
+    return sent
+
+
+def test_exported_pages_record_the_kernel_replies() -> None:
+    """A saved page cannot ask the kernel: to_html records its replies, shown layer first."""
     explanation = big_explanation(n=200, layers=12, heads=12)  # 11.5 MB of float16
     view = HeadView(explanation, layer=5)
     live = (view.preload, list(view.preload_index))
-    (payload,) = state_payloads(view.to_html())
-    index = payload["state"]["preload_index"]
-    assert index[0]["layer"] == 5  # the shown layer first
-    assert {c["layer"] for c in index} == set(range(12))  # then all the others
+    page = view.to_html()
+    (payload,) = state_payloads(page)
+    # The page's state is the live one (layer 5 preloaded); the others are replies.
+    assert [c["layer"] for c in payload["state"]["preload_index"]] == [5]
+    assert payload["unanswered"]["type"] == "error"
+    blocks = reply_blocks(page)
+    assert {owner for owner, _, _ in blocks} == {view.model_id}
+    layers = [match["layer"] for _, match, _ in blocks]
+    assert layers == sorted(set(range(12)) - {5})  # every other layer, in order
+    for _, match, body in blocks:
+        assert match == {"type": "request", "matrix": "self", "layer": match["layer"]}
+        # Byte for byte what the kernel sends for that request.
+        ((content, buffers),) = kernel_replies(view, match)
+        assert body["content"] == content
+        assert [base64.b64decode(b) for b in body["buffers"]] == buffers
     assert (view.preload, list(view.preload_index)) == live  # the live state is untouched
-    (small,) = state_payloads(view.to_html(embed_bytes=2 * 12 * 200 * 200 * 2))
-    assert [c["layer"] for c in small["state"]["preload_index"]] == [5, 0]
+
+    small = view.to_html(embed_bytes=2 * 12 * 200 * 200 * 2)  # room for two layers
+    assert [match["layer"] for _, match, _ in reply_blocks(small)] == [0]
+    (payload,) = state_payloads(small)
+    assert "embed_bytes" in payload["unanswered"]["message"]  # says what was left out
+
+
+def test_exported_model_view_records_one_reply_per_head() -> None:
+    explanation = big_explanation(n=600, layers=3, heads=4)  # 8.6 MB: over PRELOAD_BYTES
+    view = ModelView(explanation, layer=1, head=2)
+    page = view.to_html()
+    (payload,) = state_payloads(page)
+    index = payload["state"]["preload_index"]
+    preloaded = {(c["layer"], h) for c in index for h in range(*c["heads"])}
+    assert preloaded == {(1, 2)}  # the enlarged head, as live
+    matches = [match for _, match, _ in reply_blocks(page)]
+    assert {(m["layer"], m["head"]) for m in matches} == {
+        (layer, head) for layer in range(3) for head in range(4)
+    } - preloaded
+    for _, match, body in reply_blocks(page)[:3]:
+        ((content, buffers),) = kernel_replies(view, match)
+        assert body["content"] == content and content["heads"] == [match["head"], match["head"] + 1]
+        assert [base64.b64decode(b) for b in body["buffers"]] == buffers
 
 
 # -- ModelView ----------------------------------------------------------------------
@@ -424,3 +489,65 @@ def test_model_view_matrix_switch_keeps_a_valid_selection() -> None:
     assert len(view.thumb_index) == 3
     view.matrix = "decoder"
     assert (view.layer, view.head) == (1, 3)  # same layers and heads: kept
+
+
+def test_model_view_pins_a_query_token_of_the_enlarged_head() -> None:
+    explanation = pair_explanation()
+    view = ModelView(explanation)
+    assert view.selected_token == -1
+    # No enlarged head: nothing to pin in, a clear error and nothing changes.
+    with pytest.raises(traitlets.TraitError, match=r"=2 needs an enlarged head.*select\("):
+        view.selected_token = 2
+    assert (view.layer, view.head, view.selected_token) == (-1, -1, -1)
+    view.selected_token = -1  # unpinning is always fine
+
+    view.select(1, 2)
+    view.selected_token = 3
+    assert view.get_state()["selected_token"] == 3  # synced to the page
+    for bad, message in (
+        (7, r"selected_token=7 is out of range: use -1 for none.*0..6 \(7 tokens\)"),
+        (-2, "selected_token=-2 is out of range"),
+        (True, "selected_token must be an int"),
+    ):
+        with pytest.raises(traitlets.TraitError, match=message):
+            view.selected_token = bad
+        assert (view.layer, view.head, view.selected_token) == (1, 2, 3)
+    view.select(0, 1)  # another head of the same matrix: the same query tokens, kept
+    assert view.selected_token == 3
+    assert "selected_token=3" in repr(view)
+    view.select(-1, -1)  # closing unpins
+    assert view.selected_token == -1
+    view.select(1, 0)
+    view.selected_token = 4
+    view.head = -1  # closing through one trait of the pair unpins too
+    assert (view.layer, view.head, view.selected_token) == (-1, -1, -1)
+
+    # The page closes and unpins in one message (also what an exported page does).
+    view.select(1, 0)
+    view.set_state({"selected_token": 5})
+    assert view.selected_token == 5
+    view.set_state({"layer": -1, "head": -1, "selected_token": -1})
+    assert (view.layer, view.head, view.selected_token) == (-1, -1, -1)
+
+    opened = ModelView(explanation, layer=1, head=0, selected_token=6)
+    assert (opened.layer, opened.head, opened.selected_token) == (1, 0, 6)
+    with pytest.raises(traitlets.TraitError, match="pass layer= and head="):
+        ModelView(explanation, selected_token=1)
+    opened.set_explanation(explanation)  # another input: its token 6 is another token
+    assert (opened.layer, opened.head, opened.selected_token) == (1, 0, -1)
+
+
+def test_model_view_pins_decoder_tokens_in_cross_attention() -> None:
+    explanation = seq2seq_explanation()  # 3 encoder tokens, 4 decoder tokens
+    view = ModelView(explanation, matrix="cross", layer=1, head=3, selected_token=3)
+    assert view.selected_token == 3  # cross attention's queries are decoder tokens
+    with pytest.raises(traitlets.TraitError, match=r"0..3 \(4 decoder tokens\)"):
+        view.selected_token = 4
+    view.matrix = "decoder"  # the same queries: kept
+    assert (view.layer, view.head, view.selected_token) == (1, 3, 3)
+    view.matrix = "encoder"  # other queries (input tokens): the head stays, the pin goes
+    assert (view.layer, view.head, view.selected_token) == (1, 3, -1)
+    view.selected_token = 2
+    with pytest.raises(traitlets.TraitError, match=r"0..2 \(3 tokens\)"):
+        view.selected_token = 3
+    assert view.selected_token == 2

@@ -290,3 +290,114 @@ def test_exported_pages_work_without_a_kernel(tmp_path, browser) -> None:
     assert lines(page, ".attnw-modelview .attnw-detail") > 0
     watch.assert_clean()
     page.context.close()
+
+
+def visible_lines(weights: np.ndarray) -> int:
+    """Lines a focused query draws in one head: keys whose float16 weight reaches
+    one 8-bit alpha step (attention_layout.ts alphaLevel)."""
+    wire = np.asarray(weights, dtype=np.float16).astype(np.float64)
+    return int((np.round(wire * 255) >= 1).sum())
+
+
+def wait_lines(page: Any, scope: str, count: int) -> None:
+    """Wait until the panel in ``scope`` has drawn exactly ``count`` lines."""
+    page.wait_for_function(
+        "([sel, n]) => Number(document.querySelector(sel)?.getAttribute('data-lines')) === n",
+        arg=[f"{scope} .attnw-lines", count],
+    )
+
+
+def test_model_view_pins_a_token_of_the_enlarged_head(
+    page_watch, solara_test, page_session
+) -> None:
+    attentions = peaked(2, 3, 7)
+    view = ModelView(Explanation(tokens=TOKENS, attentions=attentions), layer=0, head=2)
+    display(view)
+    page = page_session
+    scope = ".attnw-modelview .attnw-detail"
+    page.locator(".attnw-modelview[data-state=ready][data-head='2']").wait_for()
+    panel = page.locator(f"{scope} .attnw-lines")
+    left = page.locator(f"{scope} .attnw-col-left .attnw-token")
+    away = page.locator(".attnw-modelview > .attnw-status")  # no token under the mouse
+    full = drawn_lines(page, scope)
+    expected = {r: visible_lines(attentions[0, 2, r]) for r in range(7)}
+    assert full == sum(expected.values()) and expected[2] != expected[4] != expected[1]
+
+    # A click pins the token: Python gets it, the panel keeps only its lines.
+    left.nth(2).click()
+    wait_until(lambda: view.selected_token == 2)
+    page.locator(f'{scope} .attnw-col-left .attnw-pinned[data-index="2"]').wait_for()
+    away.hover()
+    wait_lines(page, scope, expected[2])
+    assert panel.get_attribute("data-focus") == "query:2"
+    # Hovering another token previews its lines while one is pinned (as HeadView).
+    left.nth(4).hover()
+    page.locator(f'{scope} .attnw-lines[data-focus="query:4"]').wait_for()
+    wait_lines(page, scope, expected[4])
+    away.hover()
+    page.locator(f'{scope} .attnw-lines[data-focus="query:2"]').wait_for()
+    wait_lines(page, scope, expected[2])
+
+    # Python -> page: another pinned token redraws the lines.
+    view.selected_token = 1
+    page.locator(f'{scope} .attnw-col-left .attnw-pinned[data-index="1"]').wait_for()
+    assert page.locator(f"{scope} .attnw-pinned").count() == 1
+    wait_lines(page, scope, expected[1])
+    # Another head keeps the pin (the same query tokens) and draws its lines.
+    view.select(1, 2)
+    page.locator(".attnw-modelview[data-layer='1'][data-head='2'][data-state=ready]").wait_for()
+    wait_lines(page, scope, visible_lines(attentions[1, 2, 1]))
+    assert panel.get_attribute("data-focus") == "query:1"
+
+    # Clicking the pinned token again unpins: all the lines are back.
+    left.nth(1).click()
+    wait_until(lambda: view.selected_token == -1)
+    away.hover()
+    wait_lines(page, scope, sum(visible_lines(row) for row in attentions[1, 2]))
+    assert page.locator(f"{scope} .attnw-pinned").count() == 0
+
+    # Esc unpins first, then closes the head; × closes and unpins at once.
+    left.nth(3).click()
+    wait_until(lambda: view.selected_token == 3)
+    page.keyboard.press("Escape")
+    wait_until(lambda: view.selected_token == -1)
+    assert (view.layer, view.head) == (1, 2)
+    page.keyboard.press("Escape")
+    wait_until(lambda: (view.layer, view.head) == (-1, -1))
+    view.select(0, 2)
+    page.locator(".attnw-modelview[data-head='2'][data-state=ready]").wait_for()
+    left.nth(5).click()
+    wait_until(lambda: view.selected_token == 5)
+    page.locator(f"{scope} .attnw-close").click()
+    wait_until(lambda: (view.layer, view.head, view.selected_token) == (-1, -1, -1))
+    page_watch.assert_clean()
+
+
+def test_exported_model_view_shows_the_pinned_token(tmp_path, open_page) -> None:
+    """to_html keeps the pin, and the saved page pins and unpins without a kernel."""
+    attentions = peaked(2, 3, 7)
+    view = ModelView(
+        Explanation(tokens=TOKENS, attentions=attentions), layer=0, head=2, selected_token=4
+    )
+    view.to_html(tmp_path / "pinned.html")
+    watch = open_page(tmp_path / "pinned.html")
+    page = watch.page
+    scope = ".attnw-modelview .attnw-detail"
+    page.locator(".attnw-modelview[data-state=ready][data-head='2']").wait_for()
+    page.locator(f'{scope} .attnw-col-left .attnw-pinned[data-index="4"]').wait_for()
+    page.locator(f'{scope} .attnw-lines[data-focus="query:4"]').wait_for()
+    wait_lines(page, scope, visible_lines(attentions[0, 2, 4]))
+
+    left = page.locator(f"{scope} .attnw-col-left .attnw-token")
+    away = page.locator(".attnw-modelview > .attnw-status")
+    left.nth(4).click()  # unpin in the page
+    away.hover()
+    wait_lines(page, scope, sum(visible_lines(row) for row in attentions[0, 2]))
+    left.nth(1).click()
+    page.locator(f'{scope} .attnw-col-left .attnw-pinned[data-index="1"]').wait_for()
+    away.hover()
+    page.keyboard.press("Escape")
+    page.locator(f'{scope} .attnw-lines[data-focus=""]').wait_for()
+    page.keyboard.press("Escape")
+    page.locator(".attnw-modelview[data-head='-1']").wait_for()
+    watch.assert_clean()

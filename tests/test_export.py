@@ -170,7 +170,7 @@ def test_static_mode_adds_a_standalone_html_rendering(monkeypatch: pytest.Monkey
     (payload,) = state_payloads(html)
     assert payload["model_id"] == view.model_id
     assert payload["state"]["tokens"] == TOKENS
-    assert '<script type="module" data-attnwidget-bundle>' in html
+    assert '<script type="module" async data-attnwidget-bundle>' in html
 
     monkeypatch.setenv("ATTNWIDGET_STATIC", "0")
     assert "text/html" not in view._repr_mimebundle_()[0]
@@ -205,6 +205,59 @@ def test_exported_file_renders_and_reacts_offline(tmp_path: Path, open_page: Any
     score = np.float32(view.explanation.scores["rollout"][3])
     assert f"score {score!s}" in status.text_content()
 
+    watch.assert_clean()
+
+
+@pytest.mark.browser
+def test_saved_pages_answer_their_own_requests(tmp_path: Path, open_page: Any) -> None:
+    """Attention beyond the live state is recorded in the page and served on request;
+    what an export left out says so at once, and the page stays usable."""
+    from attnwidget.views import HeadView, ModelView
+
+    n, layers, heads = 200, 12, 12  # 11.5 MB of float16: more than the live state holds
+    rng = np.random.default_rng(1)
+    weights = rng.random((layers, heads, n, n), dtype=np.float32)
+    weights /= weights.sum(-1, keepdims=True)
+    weights = 0.5 * weights + 0.5 * np.eye(n, dtype=np.float32)  # a strong line per token
+    explanation = Explanation(tokens=[f"w{i}" for i in range(n)], attentions=weights)
+    layer_bytes = heads * n * n * 2
+
+    head = HeadView(explanation, layer=3)
+    head.to_html(tmp_path / "head.html", embed_bytes=2 * layer_bytes)  # layer 3, then layer 0
+    watch = open_page(tmp_path / "head.html")
+    page = watch.page
+    root = page.locator(".attnw-headview")
+    page.locator(".attnw-headview[data-state=ready][data-layer='3']").wait_for()
+    page.locator(".attnw-headview select.attnw-layer").select_option("0")  # recorded
+    page.locator(".attnw-headview[data-state=ready][data-layer='0']").wait_for()
+    page.wait_for_function(  # lines are drawn in the frame after the data arrives
+        "() => Number(document.querySelector('.attnw-headview .attnw-lines')"
+        "?.getAttribute('data-lines')) > 0"
+    )
+    page.locator(".attnw-headview select.attnw-layer").select_option("7")  # left out
+    page.locator(".attnw-headview[data-state=error][data-layer='7']").wait_for(timeout=5000)
+    assert "embed_bytes" in root.locator(".attnw-status").text_content()
+    page.locator(".attnw-headview select.attnw-layer").select_option("3")  # still usable
+    page.locator(".attnw-headview[data-state=ready][data-layer='3']").wait_for()
+    watch.assert_clean()
+
+    model = ModelView(explanation)
+    model.to_html(tmp_path / "model.html")
+    watch = open_page(tmp_path / "model.html")
+    page = watch.page
+    page.locator(".attnw-modelview[data-state=ready]").wait_for()
+    # Enlarge layer 2, head 5 (model_view.ts geometry): its head is a recorded reply.
+    label_width, label_height, cell, gap = 34, 18, 72, 6
+    spot = {
+        "x": label_width + 5 * (cell + gap) + cell / 2,
+        "y": label_height + 2 * (cell + gap) + cell / 2,
+    }
+    page.locator(".attnw-modelview canvas.attnw-thumbs").click(position=spot)
+    page.locator(".attnw-modelview[data-state=ready][data-layer='2'][data-head='5']").wait_for()
+    page.wait_for_function(
+        "() => Number(document.querySelector('.attnw-modelview .attnw-detail .attnw-lines')"
+        "?.getAttribute('data-lines')) > 0"
+    )
     watch.assert_clean()
 
 

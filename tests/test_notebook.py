@@ -239,7 +239,7 @@ def test_views_show_final_state_and_other_widgets_their_text(
     }
     bundle, count = script.make_static(nb)
     assert count == 1
-    assert bundle.startswith('<script type="module" data-attnwidget-bundle>')
+    assert bundle.startswith('<script type="module" async data-attnwidget-bundle>')
     page_text = script.convert(nb, bundle)
     assert outside_urls(page_text) == [] and script.external_resources(page_text) == []
     assert "IntSlider(value=4)" in page_text  # a plain widget falls back to its text

@@ -48,7 +48,7 @@ import traitlets
 
 from ..errors import AttentionShapeError, NonFiniteError
 from ..explanation import Explanation
-from ._base import _AttnWidget
+from ._base import RecordedReply, _AttnWidget
 
 log = logging.getLogger(__name__)
 
@@ -359,9 +359,16 @@ def thumbnails(attention: AttentionSet) -> tuple[bytes, list[dict[str, Any]]]:
 class _AttentionView(_AttnWidget):
     """Traits and message handling shared by HeadView and ModelView.
 
-    Read-only traits describe the data; ``matrix``, ``pair_filter`` and
-    ``layer`` are synced both ways and validated (a bad value raises
-    :class:`traitlets.TraitError` and leaves the view as it was).
+    Read-only traits describe the data; ``matrix``, ``pair_filter``,
+    ``layer`` and ``selected_token`` are synced both ways and validated (a bad
+    value raises :class:`traitlets.TraitError` and leaves the view as it was).
+
+    The pinned token (``selected_token``) is a query row of the current
+    matrix: an input token for self/encoder attention, a decoder token for
+    decoder and cross attention. Switching to a matrix whose queries are
+    another token list (encoder <-> decoder/cross) unpins it, since the same
+    index would name another token; between matrices with the same queries
+    (decoder <-> cross) it stays.
     """
 
     tokens = traitlets.List(traitlets.Unicode(), read_only=True).tag(sync=True)
@@ -380,6 +387,8 @@ class _AttentionView(_AttnWidget):
     """Sentence-pair filter: "all", "A->A", "B->B", "A->B" or "B->A"."""
     theme = traitlets.Unicode("auto").tag(sync=True)
     """"auto" follows the notebook's theme; "light" or "dark" force one."""
+    selected_token = traitlets.Int(-1).tag(sync=True)
+    """The pinned query token (a row of the current matrix), -1 for none."""
 
     def __init__(self, **kwargs: Any) -> None:
         self._attention: AttentionSet | None = None
@@ -456,9 +465,12 @@ class _AttentionView(_AttnWidget):
     ) -> str:
         """This view as one self-contained HTML page (see ``_AttnWidget.to_html``).
 
-        A saved page has no kernel to ask for attention, so it embeds it: all
-        of it up to ``embed_bytes`` of float16 (the shown layer first, then the
-        others in order); layers beyond that say they were not saved.
+        A saved page has no kernel to ask for attention, so it records the
+        kernel's replies to the page's requests: all the attention up to
+        ``embed_bytes`` of float16 (the live state's, then the shown layer,
+        then the others in order); a layer or head beyond that says it was not
+        saved. The page draws before it has read the recorded attention, and
+        decodes a layer (HeadView) or head (ModelView) only when it is shown.
         """
         self._export_budget = int(embed_bytes)
         try:
@@ -466,22 +478,48 @@ class _AttentionView(_AttnWidget):
         finally:
             self._export_budget = 0
 
-    def get_state(self, key: Any = None, drop_defaults: bool = False) -> dict[str, Any]:
-        state = super().get_state(key, drop_defaults)
-        # Only while exporting: the page gets more attention than the live
-        # state carries (the live state stays under the message limit).
-        if self._export_budget and "preload" in state and self._attention is not None:
-            data, index = _export_preload(
-                self.attention,
-                self.current_matrix(),
-                self._shown_layer(),
-                self._export_budget,
-                self._covered,
+    #: What one page request asks for: a whole "layer" (HeadView) or one "head" (ModelView).
+    _request_unit = "layer"
+
+    def _export_replies(self) -> tuple[list[RecordedReply], dict[str, Any] | None]:
+        if self._attention is None:
+            return [], None
+        live = {
+            (c["matrix"], c["layer"], h) for c in self.preload_index for h in range(*c["heads"])
+        }
+        budget = self._export_budget - len(self.preload)
+        replies: list[RecordedReply] = []
+        for m, layer in _export_order(self.attention, self.current_matrix(), self._shown_layer()):
+            if m.key in self._covered:
+                continue
+            units = [None] if self._request_unit == "layer" else range(m.shape[1])
+            for head in units:
+                heads = (0, m.shape[1]) if head is None else (head, head + 1)
+                if all((m.key, layer, h) in live for h in range(*heads)):
+                    continue  # the live state has it already
+                match = {"type": "request", "matrix": m.key, "layer": layer}
+                if head is not None:
+                    match["head"] = head
+                messages = list(_attention_messages(m, layer, heads))
+                size = sum(len(data) for _, data in messages)
+                if size > budget:
+                    return replies, self._not_saved(self._export_budget)
+                budget -= size
+                replies += [RecordedReply(match, content, [data]) for content, data in messages]
+        return replies, self._not_saved(None)
+
+    @staticmethod
+    def _not_saved(budget: int | None) -> dict[str, Any]:
+        """The saved page's answer to a request it holds no reply for."""
+        if budget is None:
+            why = "this saved page cannot load attention it was not given"
+        else:
+            why = (
+                f"this saved page holds the first {budget / 2**20:.0f} MiB of the attention "
+                "(to_html(embed_bytes=...)); this part was left out. Save the view again "
+                "with a larger embed_bytes, or rerun the notebook to explore it"
             )
-            state["preload"] = data
-            if "preload_index" in state:
-                state["preload_index"] = index
-        return state
+        return {"type": "error", "message": why}
 
     def _shown_layer(self) -> int:
         """Position of the layer the page shows first (-1: none)."""
@@ -543,10 +581,8 @@ class _AttentionView(_AttnWidget):
             log.warning("attnwidget: bad request from the page %r: %s", content, error)
             self.send({"type": "error", "message": str(error), "request": content})
             return
-        for descriptor, data in m.chunks(layer, heads):
-            self.send(
-                {"type": "attention", **descriptor, "dtype": "float16"}, buffers=[memoryview(data)]
-            )
+        for content, data in _attention_messages(m, layer, heads):
+            self.send(content, buffers=[memoryview(data)])
 
     def _parse_request(
         self, content: dict[str, Any]
@@ -603,6 +639,39 @@ class _AttentionView(_AttnWidget):
                 f"theme={value!r} is not one of {', '.join(map(repr, THEMES))}."
             )
         return str(value)
+
+    @traitlets.validate("selected_token")
+    def _validate_selected_token(self, proposal: dict[str, Any]) -> int:
+        value = proposal["value"]
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            raise traitlets.TraitError(f"selected_token must be an int, not {value!r}.")
+        if self._attention is None or value == -1:
+            return int(value)
+        self._check_pin_allowed(int(value))
+        rows = self.current_matrix().rows
+        n = len(self.attention.token_list(rows))
+        if 0 <= value < n:
+            return int(value)
+        kind = "decoder tokens" if rows == "decoder_tokens" else "tokens"
+        raise traitlets.TraitError(
+            f"selected_token={value} is out of range: use -1 for none or a query token "
+            f"index 0..{n - 1} ({n} {kind})."
+        )
+
+    def _check_pin_allowed(self, value: int) -> None:
+        """Raise :class:`traitlets.TraitError` when no token can be pinned now
+        (a subclass hook: ModelView pins only in an enlarged head)."""
+
+    @traitlets.observe("matrix")
+    def _unpin_other_queries(self, change: dict[str, Any]) -> None:
+        # A matrix whose queries are another token list (encoder <-> decoder or
+        # cross): the same row index would be another token, so unpin.
+        if self._attention is None or self.selected_token == -1:
+            return
+        keys = [m.key for m in self.attention.matrices]
+        old = self.attention.matrix(change["old"]) if change["old"] in keys else None
+        if old is None or old.rows != self.current_matrix().rows:
+            self.selected_token = -1
 
     def _layer_position(self, value: Any, *, allow_none: bool, name: str = "layer") -> int:
         """Validate a layer id of the current matrix (``-1``: none, when allowed)."""
@@ -697,19 +766,21 @@ def _preload(
     return _pack(iter([(first, layer, heads)]), budget)
 
 
-def _export_preload(
-    attention: AttentionSet,
-    first: AttentionMatrix,
-    layer: int,
-    budget: int,
-    covered: frozenset[str] = frozenset(),
-) -> tuple[bytes, list[dict[str, Any]]]:
-    """What an exported page embeds: the shown layer first, then every other, to ``budget``
-    (none of the ``covered`` matrices)."""
+def _export_order(
+    attention: AttentionSet, first: AttentionMatrix, layer: int
+) -> Iterator[tuple[AttentionMatrix, int]]:
+    """What a saved page records, in order: the shown layer, then every layer of every matrix."""
+    if layer >= 0:
+        yield first, layer
+    for m in attention.matrices:
+        for other in range(m.shape[0]):
+            if (m.key, other) != (first.key, layer):
+                yield m, other
 
-    def order() -> Iterator[tuple[AttentionMatrix, int, None]]:
-        if layer >= 0 and first.key not in covered:
-            yield first, layer, None
-        yield from _everything(attention, covered)
 
-    return _pack(order(), budget)
+def _attention_messages(
+    m: AttentionMatrix, layer: int, heads: tuple[int, int]
+) -> Iterator[tuple[dict[str, Any], bytes]]:
+    """The kernel's reply to a request for ``heads`` of ``layer``: (content, float16 bytes)."""
+    for descriptor, data in m.chunks(layer, heads):
+        yield {"type": "attention", **descriptor, "dtype": "float16"}, data

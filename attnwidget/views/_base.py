@@ -8,6 +8,7 @@ from ``js/src/index.ts`` by esbuild; its ``render`` dispatches on the synced
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,21 @@ def _load_bundle() -> Any:
         return try_file_contents(BUNDLE)
     except ImportError:  # private anywidget API moved: plain text, no live reload
         return BUNDLE.read_text(encoding="utf-8")
+
+
+@dataclass(frozen=True)
+class RecordedReply:
+    """A custom message the kernel would send in reply to a page request, saved
+    in an exported page (``to_html``) so that the page answers itself.
+
+    ``match``: the request keys this reply answers (every request whose keys
+    include all of these, with equal values); ``content`` and ``buffers``:
+    the message, exactly as :meth:`send` would send it.
+    """
+
+    match: dict[str, Any]
+    content: dict[str, Any]
+    buffers: list[bytes] = field(default_factory=list)
 
 
 class _AttnWidget(anywidget.AnyWidget):
@@ -77,6 +93,15 @@ class _AttnWidget(anywidget.AnyWidget):
         if path is not None:
             Path(path).write_text(text, encoding="utf-8")
         return text
+
+    def _export_replies(self) -> tuple[list[RecordedReply], dict[str, Any] | None]:
+        """What a saved page answers its own requests with: (recorded replies, the
+        message for a request none of them matches, or None to leave it unanswered).
+
+        Views that ask the kernel for data as the user navigates override this;
+        by default a page holds only the live state.
+        """
+        return [], None
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         # With ATTNWIDGET_STATIC=1 in the kernel's environment, also offer a

@@ -6,18 +6,37 @@ A page holds three things:
   data-attnwidget-state>``: the ``payload`` below, with every binary buffer
   (``bytes`` traits such as scores) base64-encoded beside the path where it
   belongs in the state;
-- the front-end bundle, inlined once as ``<script type="module"
+- the front-end bundle, inlined once as ``<script type="module" async
   data-attnwidget-bundle>``;
+- for views that load data lazily (HeadView, ModelView), the kernel's replies
+  to the requests the page may make, recorded at export time, each in
+  ``<script type="application/json" data-attnwidget-reply="<model_id>"
+  data-match="{request keys}">`` *after* the bundle;
 - nothing else: when the bundle loads it draws a view after each state block
   on an in-page model (``js/src/standalone.ts``), through the same ``render``
-  Jupyter uses, so clicks and hovers work in the file.
+  Jupyter uses, so clicks and hovers work in the file. A request the page
+  sends is answered from the recorded replies (``js/src/replies.ts``) as the
+  kernel would have answered it.
+
+Why the replies come last and the bundle is ``async``: an inline module runs
+as soon as it is parsed when ``async``, so the view draws from the (small)
+live state while the browser still reads the recorded attention, which can
+be tens of MB. A reply block is parsed and base64-decoded only when its
+request comes, so opening the page never pays for the attention it does not
+show.
 
 The payload layout (``format`` = :data:`PAYLOAD_FORMAT`) is read by
 ``js/src/localmodel.ts``; keep both in sync::
 
     {"format": "attnwidget-state/1", "model_id": "...",
      "state": {trait: json value, ...},
-     "buffers": [{"path": ["scores"], "data": "<base64>"}, ...]}
+     "buffers": [{"path": ["scores"], "data": "<base64>"}, ...],
+     "unanswered": {custom message} | absent}
+
+``unanswered`` is what the page gets for a request no recorded reply
+matches (e.g. an error saying the export did not keep that layer). A reply
+block holds ``{"content": {custom message}, "buffers": ["<base64>", ...]}``;
+it answers every request whose keys include all of ``data-match``'s.
 """
 
 from __future__ import annotations
@@ -31,7 +50,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._base import _AttnWidget
+    from ._base import RecordedReply, _AttnWidget
 
 #: Identifier of the payload layout (js/src/localmodel.ts PAYLOAD_FORMAT).
 PAYLOAD_FORMAT = "attnwidget-state/1"
@@ -40,7 +59,10 @@ STATE_ATTRIBUTE = "data-attnwidget-state"
 #: Attribute marking the inlined bundle, so a page can carry it only once.
 BUNDLE_ATTRIBUTE = "data-attnwidget-bundle"
 #: The opening tag of the inlined bundle (scripts/run_notebook.py finds it by this).
-BUNDLE_OPEN_TAG = f'<script type="module" {BUNDLE_ATTRIBUTE}>'
+BUNDLE_OPEN_TAG = f'<script type="module" async {BUNDLE_ATTRIBUTE}>'
+#: Attribute marking a recorded reply; its value is the widget's model id
+#: (js/src/replies.ts REPLY_ATTRIBUTE).
+REPLY_ATTRIBUTE = "data-attnwidget-reply"
 #: Environment variable: when set (not "" or "0"), views add a ``text/html``
 #: standalone rendering to their display data (for static notebook exports).
 STATIC_ENV = "ATTNWIDGET_STATIC"
@@ -77,22 +99,42 @@ def state_keys(widget: _AttnWidget) -> list[str]:
     return sorted(k for k in widget.keys if k not in _MACHINERY)
 
 
-def widget_payload(widget: _AttnWidget) -> dict[str, Any]:
+def _b64(buffer: Any) -> str:
+    return base64.b64encode(bytes(buffer)).decode("ascii")
+
+
+def widget_payload(
+    widget: _AttnWidget, *, unanswered: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """The widget's synced state as the JSON-ready payload the page embeds."""
     # Trait serializers (to_json) apply as for the live comm; buffers are then
     # split out exactly as ipywidgets does before sending state to a front end.
     from ipywidgets.widgets.widget import _remove_buffers
 
     state, paths, buffers = _remove_buffers(widget.get_state(state_keys(widget)))
-    return {
+    payload: dict[str, Any] = {
         "format": PAYLOAD_FORMAT,
         "model_id": widget.model_id,
         "state": state,
         "buffers": [
-            {"path": list(path), "data": base64.b64encode(bytes(buffer)).decode("ascii")}
+            {"path": list(path), "data": _b64(buffer)}
             for path, buffer in zip(paths, buffers, strict=True)
         ],
     }
+    if unanswered is not None:
+        payload["unanswered"] = unanswered
+    return payload
+
+
+def reply_block(model_id: str, reply: RecordedReply) -> str:
+    """One recorded reply as its ``<script type="application/json">`` block."""
+    match = html.escape(json.dumps(reply.match, separators=(",", ":"), sort_keys=True), quote=True)
+    body = script_json({"content": reply.content, "buffers": [_b64(b) for b in reply.buffers]})
+    owner = html.escape(model_id, quote=True)
+    return (
+        f'<script type="application/json" {REPLY_ATTRIBUTE}="{owner}" data-match="{match}">'
+        f"{body}</script>"
+    )
 
 
 def script_json(value: Any) -> str:
@@ -141,17 +183,35 @@ def state_block(payload: dict[str, Any]) -> str:
 
 
 def fragment(widget: _AttnWidget, *, include_bundle: bool = True) -> str:
-    """The view as an HTML fragment: its state block (and the bundle, unless told not to)."""
-    view = html.escape(str(getattr(widget, "_view", "")), quote=True)
-    parts = [
-        f'<div class="attnw-standalone" data-attnwidget-view="{view}">',
-        state_block(widget_payload(widget)),
-        "<noscript>This attnwidget view needs JavaScript.</noscript>",
-        "</div>",
-    ]
+    """The view as an HTML fragment: its live state block (and the bundle, unless told not to).
+
+    No recorded replies: a notebook's static rendering shows what the live
+    view had, as ``to_html(embed_bytes=0)`` would.
+    """
+    parts = [view_block(widget, widget_payload(widget))]
     if include_bundle:
         parts.append(bundle_script(widget_bundle(widget)))
     return "\n".join(parts)
+
+
+def exported(widget: _AttnWidget) -> tuple[str, list[str]]:
+    """A saved page's parts for ``widget``: (its view and state, its recorded reply blocks)."""
+    replies, unanswered = widget._export_replies()
+    head = view_block(widget, widget_payload(widget, unanswered=unanswered))
+    return head, [reply_block(widget.model_id, r) for r in replies]
+
+
+def view_block(widget: _AttnWidget, payload: dict[str, Any]) -> str:
+    """The element a view is drawn in: its state block and a no-script notice."""
+    view = html.escape(str(getattr(widget, "_view", "")), quote=True)
+    return "\n".join(
+        [
+            f'<div class="attnw-standalone" data-attnwidget-view="{view}">',
+            state_block(payload),
+            "<noscript>This attnwidget view needs JavaScript.</noscript>",
+            "</div>",
+        ]
+    )
 
 
 def script_hash(script_element: str) -> str:
@@ -175,6 +235,7 @@ def page(widget: _AttnWidget, *, title: str | None = None) -> str:
     """A complete HTML document that shows the widget with no kernel and no network."""
     name = title if title is not None else f"attnwidget {type(widget).__name__}"
     bundle = bundle_script(widget_bundle(widget))
+    view, replies = exported(widget)
     # The page may run only its own bundle (by hash) and load nothing at all:
     # even if some text slipped through as markup it could neither run nor fetch.
     policy = "; ".join(
@@ -200,8 +261,9 @@ def page(widget: _AttnWidget, *, title: str | None = None) -> str:
             "</head>",
             "<body>",
             f"<h1>{html.escape(name)}</h1>" if title is not None else "",
-            fragment(widget, include_bundle=False),
+            view,
             bundle,
+            *replies,
             "</body>",
             "</html>",
             "",

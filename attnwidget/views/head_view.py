@@ -1,8 +1,8 @@
 """HeadView: lines from each token to the tokens it attends to, one colour per head.
 
-Message schema (traits synced with ``js/src/types.ts`` ``HeadTraits``; keep
-both in sync). Wire format, chunks and the lazy-loading messages are
-described in :mod:`attnwidget.views._attention`.
+Message schema (traits synced with ``js/src/attention_types.ts``
+``HeadTraits``; keep both in sync). Wire format, chunks and the lazy-loading
+messages are described in :mod:`attnwidget.views._attention`.
 
 =====================  ===========  ==========================================
 trait                  type         meaning
@@ -27,7 +27,8 @@ trait                  type         meaning
 ``layer``              int          shown layer id (synced both ways)
 ``heads``              list[int]    shown head ids (synced both ways)
 ``selected_token``     int          pinned query row of the shown matrix, -1
-                                    for none (synced both ways)
+                                    for none (synced both ways); reset when
+                                    the matrix's queries are other tokens
 =====================  ===========  ==========================================
 """
 
@@ -84,8 +85,7 @@ class HeadView(_AttentionView):
     """The shown layer (a layer id of the current matrix)."""
     heads = traitlets.List(traitlets.Int()).tag(sync=True)
     """The shown heads (head ids of the current matrix), ascending."""
-    selected_token = traitlets.Int(-1).tag(sync=True)
-    """The pinned query token (a row of the current matrix), -1 for none."""
+    # selected_token: the pinned query row (_AttentionView, shared with ModelView).
 
     def __init__(
         self,
@@ -184,25 +184,11 @@ class HeadView(_AttentionView):
             raise traitlets.TraitError(f"heads={value} lists a head more than once.")
         return sorted(int(h) for h in value)
 
-    @traitlets.validate("selected_token")
-    def _validate_selected_token(self, proposal: dict[str, Any]) -> int:
-        value = proposal["value"]
-        if isinstance(value, bool):
-            raise traitlets.TraitError(f"selected_token must be an int, not {value!r}.")
-        if self._attention is None:
-            return int(value)
-        n = len(self.attention.token_list(self.current_matrix().rows))
-        if value == -1 or 0 <= value < n:
-            return int(value)
-        raise traitlets.TraitError(
-            f"selected_token={value} is out of range: use -1 for none or a query token "
-            f"index 0..{n - 1} ({n} tokens)."
-        )
-
     @traitlets.observe("matrix")
     def _on_matrix(self, change: dict[str, Any]) -> None:
-        # Another matrix may have other layers, heads and query tokens: keep
-        # what still applies, reset the rest (so every trait stays valid).
+        # Another matrix may have other layers and heads: keep what still
+        # applies, reset the rest (so every trait stays valid; the pinned
+        # token: _AttentionView._unpin_other_queries).
         if self._attention is None:
             return
         m = self.current_matrix()
@@ -211,8 +197,6 @@ class HeadView(_AttentionView):
                 self.layer = m.layer_ids[0]
             if not set(self.heads) <= set(m.head_ids):
                 self.heads = list(m.head_ids)
-            if self.selected_token >= len(self.attention.token_list(m.rows)):
-                self.selected_token = -1
 
     def __repr__(self) -> str:
         m = self.current_matrix() if self._attention else None

@@ -1,23 +1,34 @@
 """ModelView: every layer × head as a thumbnail; click one to enlarge it.
 
-Message schema (traits synced with ``js/src/types.ts`` ``ModelTraits``; keep
-both in sync). ``tokens``, ``decoder_tokens``, ``matrices``,
-``sentence_b_start``, ``preload``, ``preload_index``, ``theme``, ``matrix``
-and ``pair_filter`` are as in :mod:`attnwidget.views.head_view`; chunks and
-lazy loading in :mod:`attnwidget.views._attention`.
+Message schema (traits synced with ``js/src/attention_types.ts``
+``ModelTraits``; keep both in sync). ``tokens``, ``decoder_tokens``,
+``matrices``, ``sentence_b_start``, ``preload``, ``preload_index``,
+``theme``, ``matrix`` and ``pair_filter`` are as in
+:mod:`attnwidget.views.head_view`; chunks and lazy loading in
+:mod:`attnwidget.views._attention`.
 
-=================  ===========  ==============================================
-trait              type         meaning
-=================  ===========  ==============================================
-``_view``          str          ``"model"``
-``thumbs``         bytes        float16 pooled attention of every matrix, per
-                                matrix (L, H, row bins, col bins), C order
-``thumb_index``    list[dict]   per matrix: ``matrix``, ``row_edges``,
-                                ``col_edges`` (bin k = tokens
-                                edges[k]..edges[k+1]-1), ``offset``, ``nbytes``
-``layer``          int          enlarged layer id, -1 for none (synced)
-``head``           int          enlarged head id, -1 for none (synced)
-=================  ===========  ==============================================
+==================  ===========  ==============================================
+trait               type         meaning
+==================  ===========  ==============================================
+``_view``           str          ``"model"``
+``thumbs``          bytes        float16 pooled attention of every matrix, per
+                                 matrix (L, H, row bins, col bins), C order
+``thumb_index``     list[dict]   per matrix: ``matrix``, ``row_edges``,
+                                 ``col_edges`` (bin k = tokens
+                                 edges[k]..edges[k+1]-1), ``offset``, ``nbytes``
+``layer``           int          enlarged layer id, -1 for none (synced)
+``head``            int          enlarged head id, -1 for none (synced)
+``selected_token``  int          pinned query row of the enlarged head, -1 for
+                                 none (synced); always -1 while no head is
+                                 enlarged
+==================  ===========  ==============================================
+
+The pinned token is a query of the enlarged head: an input token, or for
+decoder and cross attention a decoder token (cross attention's queries). It
+is kept when another head of the same matrix is enlarged (the queries are the
+same tokens), reset to -1 when the head is closed, when the matrix switches to
+one with other queries (encoder <-> decoder/cross) and by ``set_explanation``;
+setting it while no head is enlarged is an error.
 
 Thumbnails are drawn from attention pooled to at most 48 bins per side (the
 mean over a bin's query rows of the sum over its key columns, so pooled rows
@@ -50,12 +61,17 @@ class ModelView(_AttentionView):
     Row l, column h is head h of layer l, drawn like :class:`HeadView` at
     thumbnail size. Click a thumbnail to enlarge it (sets :attr:`layer` and
     :attr:`head`; click it again or × to close); hover a token in the
-    enlarged view to see only its lines. Sentence pairs and encoder–decoder
-    models get the same filters as :class:`HeadView`.
+    enlarged view to see only its lines, click a query token to pin it (sets
+    :attr:`selected_token`; click it again or Esc to unpin, ↑/↓ move it; Esc
+    with nothing pinned closes the head). Hovering another token still
+    previews its lines while one is pinned. Sentence pairs and
+    encoder–decoder models get the same filters as :class:`HeadView`.
 
     Args:
         explanation: the :class:`~attnwidget.Explanation` to show.
         layer, head: the initially enlarged head (default: none).
+        selected_token: the initially pinned query row of that head (-1:
+            none); needs ``layer``/``head``.
         matrix, pair_filter, theme: as for :class:`HeadView`.
 
     Example::
@@ -65,9 +81,12 @@ class ModelView(_AttentionView):
         view.layer, view.head      # the enlarged head
         view.select(2, 5)          # enlarge layer 2, head 5 from Python
         view.selected_attention    # its float32 (queries, keys) weights
+        view.selected_token = 3    # pin query token 3 of the enlarged head
     """
 
     _view = traitlets.Unicode("model").tag(sync=True)
+    # The page asks for one enlarged head at a time (saved pages record per head).
+    _request_unit = "head"
 
     thumbs = traitlets.Bytes(b"", read_only=True).tag(sync=True)
     thumb_index = traitlets.List(traitlets.Dict(), read_only=True).tag(sync=True)
@@ -85,6 +104,7 @@ class ModelView(_AttentionView):
         head: int | None = None,
         matrix: str | None = None,
         pair_filter: str = "all",
+        selected_token: int = -1,
         theme: str = "auto",
         **kwargs: Any,
     ) -> None:
@@ -103,6 +123,7 @@ class ModelView(_AttentionView):
             self.pair_filter = pair_filter
             if opened:
                 self.select(first.layer_ids[layer_pos], first.head_ids[head_pos])
+            self.selected_token = selected_token
 
     def _install(self, attention: AttentionSet, first: tuple[int, int | None]) -> None:
         """Thumbnails + attention; ``first`` = (layer pos, head pos) to preload, or (-1, None)."""
@@ -124,9 +145,10 @@ class ModelView(_AttentionView):
     def set_explanation(self, explanation: Explanation | AttentionSet) -> None:
         """Show another explanation in this view.
 
-        The matrix, pair filter and the enlarged head (layer, head) are kept
-        where the new explanation has them, else reset (the first matrix,
-        "all", none enlarged). Thumbnails are redrawn; the page drops the
+        The pinned token is reset to -1 (a token index of another input means
+        another token). The matrix, pair filter and the enlarged head (layer,
+        head) are kept where the new explanation has them, else reset (the
+        first matrix, "all", none enlarged). Thumbnails are redrawn; the page drops the
         attention it had loaded and gets the new one as a new view would.
 
         The explanation is validated first: a bad one raises (TypeError,
@@ -139,14 +161,16 @@ class ModelView(_AttentionView):
         layer, head = (self.layer, self.head) if opened else (-1, -1)
         first = (m.layer_ids.index(layer), m.head_ids.index(head)) if opened else (-1, None)
         with self.hold_sync():
-            self.select(-1, -1)  # valid under any attention; reopened below
+            self.select(-1, -1)  # valid under any attention (unpins too); reopened below
             # Switches the matrix too when the new attention lacks the current one.
             self._install(attention, first)
             self.select(layer, head)
             self._swapped(explanation)
 
     def select(self, layer: int, head: int) -> None:
-        """Enlarge head ``head`` of layer ``layer`` (ids); ``select(-1, -1)`` closes it."""
+        """Enlarge head ``head`` of layer ``layer`` (ids); ``select(-1, -1)`` closes it.
+
+        A pinned token stays pinned in another head; closing unpins it."""
         if (layer == -1) != (head == -1):
             raise traitlets.TraitError(
                 f"select({layer}, {head}): give both a layer and a head, or -1 for both."
@@ -185,11 +209,24 @@ class ModelView(_AttentionView):
             )
         return int(value)
 
+    def _check_pin_allowed(self, value: int) -> None:
+        if self.layer == -1 or self.head == -1:
+            raise traitlets.TraitError(
+                f"selected_token={value} needs an enlarged head (it pins a query token of "
+                "the enlarged head), but none is enlarged: enlarge one first with "
+                "view.select(layer, head), or pass layer= and head= to ModelView(...) "
+                "with selected_token=."
+            )
+
     @traitlets.observe("layer", "head")
     def _pair_up(self, change: dict[str, Any]) -> None:
         # Setting one of the pair from Python opens (or closes) the enlarged
-        # view: the other follows, so (layer, head) is always both set or both -1.
+        # view: the other follows, so (layer, head) is always both set or both
+        # -1. Closing unpins (a pinned token belongs to the enlarged head).
         if self._attention is None:
+            return
+        if self.layer == -1 and self.head == -1:
+            self.selected_token = -1
             return
         m = self.current_matrix()
         if change["name"] == "layer":
@@ -214,4 +251,7 @@ class ModelView(_AttentionView):
     def __repr__(self) -> str:
         m = self.current_matrix() if self._attention else None
         shape = f"shape={list(m.shape)}, " if m else ""
-        return f"ModelView({shape}matrix={self.matrix!r}, layer={self.layer}, head={self.head})"
+        return (
+            f"ModelView({shape}matrix={self.matrix!r}, layer={self.layer}, head={self.head}, "
+            f"selected_token={self.selected_token})"
+        )

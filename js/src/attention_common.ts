@@ -1,8 +1,9 @@
 /**
  * What HeadView and ModelView share in the page: reading their traits into a
  * consistent picture (matrix, tokens, pair block), the matrix / pair-filter
- * selectors, the attention store fed by preload and kernel replies, and the
- * forced theme.
+ * selectors, the attention store fed by preload and kernel replies, the
+ * pinned token (`selected_token`: keys, matrix switches, status text), and
+ * the forced theme.
  */
 import type { AnyModel } from "@anywidget/types";
 
@@ -61,12 +62,51 @@ export function setOptions(el: HTMLSelectElement, options: readonly [string, str
   el.value = value;
 }
 
-/** Matrix and pair-filter selectors, kept in step with the model. */
+/**
+ * The pinned query row after a key press: Esc unpins, ↓/↑ move the pin within
+ * `rows` (from nothing: the first / last row). null: the key changes nothing
+ * (any other key, Esc with nothing pinned, ↓ on the last row ...).
+ */
+export function pinAfterKey(key: string, pinned: number, rows: Range): number | null {
+  let next: number | null = null;
+  if (key === "Escape") next = -1;
+  else if (key === "ArrowDown") next = pinned < 0 ? rows[0] : Math.min(rows[1] - 1, pinned + 1);
+  else if (key === "ArrowUp") next = pinned < 0 ? rows[1] - 1 : Math.max(rows[0], pinned - 1);
+  return next === null || next === pinned || (next >= 0 && rows[1] <= rows[0]) ? null : next;
+}
+
+/**
+ * Whether a pinned query stays pinned when the shown matrix switches from
+ * `from` to `to`: only when both have the same query tokens (decoder <->
+ * cross), as in Python (_AttentionView._unpin_other_queries).
+ */
+export function pinSurvives(from: MatrixInfo | undefined, to: MatrixInfo | undefined, pinned: number): boolean {
+  return pinned < 0 || (from !== undefined && to !== undefined && from.rows === to.rows && pinned < to.shape[2]);
+}
+
+/** The status line's hint about pinning (which query is pinned, or how to pin one) and causal masking. */
+export function pinHint(tokens: readonly string[], pinned: number, causal: boolean): string {
+  const hint =
+    pinned >= 0 && pinned < tokens.length
+      ? `Pinned #${pinned} ${JSON.stringify(tokens[pinned])} (click it again or Esc to unpin).`
+      : "Hover a token to see only its lines; click a query token to pin it.";
+  return causal ? `${hint} Causal: a query sees only itself and earlier tokens.` : hint;
+}
+
+/**
+ * Matrix and pair-filter selectors, kept in step with the model. Switching
+ * to a matrix with other query tokens unpins `selected_token` in the same save.
+ */
 export function attentionControls(
   model: AnyModel<AttentionTraits>,
-  onChange: (patch: { matrix?: string; pair_filter?: PairFilter }) => void,
+  onChange: (patch: { matrix?: string; pair_filter?: PairFilter; selected_token?: number }) => void,
 ) {
-  const matrix = select("Attention:", "attnw-matrix", (key) => onChange({ matrix: key }));
+  const matrix = select("Attention:", "attnw-matrix", (key) => {
+    const matrices = model.get("matrices") ?? [];
+    const from = shownOf(model)?.info;
+    const keep = pinSurvives(from, matrices.find((m) => m.key === key), model.get("selected_token") ?? -1);
+    onChange(keep ? { matrix: key } : { matrix: key, selected_token: -1 });
+  });
   const filter = select("Filter:", "attnw-filter", (value) => onChange({ pair_filter: value as PairFilter }));
   const sync = (shown: Shown | null): void => {
     const matrices = model.get("matrices") ?? [];
@@ -95,6 +135,7 @@ export function attentionFeed(
   // A page without a kernel (an exported HTML file) drops requests: say so
   // instead of "loading" forever.
   let replies = 0;
+  let failed = false; // the last reply was an error (see onNavigate)
   const timers = new Set<ReturnType<typeof setTimeout>>();
   const requester = new Requester((content) => {
     model.send(content);
@@ -128,9 +169,16 @@ export function attentionFeed(
       }
       onData();
     } else if (msg?.type === "error") {
-      requester.reset(); // allow a retry on the next navigation
+      // Retry after the user navigates, not at once: the redraw that shows
+      // the error would ask again, get the same error, and loop.
+      failed = true;
       onError(String(msg.message ?? "the kernel could not send this attention"));
     }
+  };
+  const onNavigate = (): void => {
+    if (!failed) return;
+    failed = false;
+    requester.reset();
   };
   const onStructure = (): void => {
     reload();
@@ -138,6 +186,7 @@ export function attentionFeed(
   };
   reload();
   model.on("msg:custom", onMessage);
+  model.on(NAVIGATION_EVENTS, onNavigate);
   model.on("change:preload", onStructure);
   model.on("change:matrices", onStructure);
   // A new explanation may come with the same matrix shapes and no preload
@@ -149,12 +198,16 @@ export function attentionFeed(
     dispose: () => {
       for (const timer of timers) clearTimeout(timer);
       model.off("msg:custom", onMessage);
+      model.off(NAVIGATION_EVENTS, onNavigate);
       model.off("change:preload", onStructure);
       model.off("change:matrices", onStructure);
       model.off("change:_generation", onStructure);
     },
   };
 }
+
+/** Trait changes that show other attention (ModelView has `head`, HeadView does not). */
+const NAVIGATION_EVENTS = "change:layer change:head change:matrix";
 
 /** Apply the `theme` trait: "auto" follows the host's CSS variables. */
 export function applyTheme(root: HTMLElement, theme: string | undefined): void {

@@ -74,6 +74,11 @@ export interface AttentionTraits extends BaseTraits {
   /** Shown matrix key (synced both ways). */
   matrix: string;
   pair_filter: PairFilter;
+  /**
+   * Pinned query row of the shown matrix, -1 for none (synced both ways).
+   * Unpinned when the matrix switches to one with other query tokens.
+   */
+  selected_token: number;
 }
 
 /** HeadView (attnwidget/views/head_view.py). */
@@ -83,8 +88,6 @@ export interface HeadTraits extends AttentionTraits {
   layer: number;
   /** Shown head ids, ascending. */
   heads: number[];
-  /** Pinned query row of the shown matrix, -1 for none. */
-  selected_token: number;
 }
 
 /** ModelView (attnwidget/views/model_view.py). */
@@ -95,6 +98,8 @@ export interface ModelTraits extends AttentionTraits {
   /** Enlarged head: layer id and head id, both -1 for none. */
   layer: number;
   head: number;
+  // selected_token (AttentionTraits): a query row of the enlarged head; always
+  // -1 while none is enlarged (closing unpins).
 }
 
 /** page -> kernel: send the attention of layer position `layer` (one head if given). */

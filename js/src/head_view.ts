@@ -16,7 +16,17 @@
  */
 import type { AnyModel } from "@anywidget/types";
 
-import { applyTheme, attentionControls, attentionFeed, LOADING_TEXT, select, setOptions, shownOf } from "./attention_common";
+import {
+  applyTheme,
+  attentionControls,
+  attentionFeed,
+  LOADING_TEXT,
+  pinAfterKey,
+  pinHint,
+  select,
+  setOptions,
+  shownOf,
+} from "./attention_common";
 import { headColor } from "./attention_layout";
 import { LinePanel, type PanelHead } from "./attention_lines";
 import styles from "./attention.css";
@@ -166,15 +176,10 @@ export function renderHeadView({ model, el }: { model: Model; el: HTMLElement })
   };
   const onKey = (event: KeyboardEvent): void => {
     const shown = shownOf(model);
-    if (!shown) return;
-    const current = model.get("selected_token") ?? -1;
-    let next: number | null = null;
-    if (event.key === "Escape") next = -1;
-    else if (event.key === "ArrowDown") next = current < 0 ? shown.rows[0] : Math.min(shown.rows[1] - 1, current + 1);
-    else if (event.key === "ArrowUp") next = current < 0 ? shown.rows[1] - 1 : Math.max(shown.rows[0], current - 1);
+    const next = shown ? pinAfterKey(event.key, model.get("selected_token") ?? -1, shown.rows) : null;
     if (next === null) return;
     event.preventDefault();
-    if (next !== current) save({ selected_token: next });
+    save({ selected_token: next });
   };
 
   const TRAITS = ["matrix", "pair_filter", "layer", "heads", "selected_token", "theme", "tokens", "decoder_tokens", "matrices", "sentence_b_start"];
@@ -196,10 +201,5 @@ export function renderHeadView({ model, el }: { model: Model; el: HTMLElement })
 }
 
 function statusText(tokens: readonly string[], pinned: number, layer: number, heads: number, causal: boolean): string {
-  const what = `Layer ${layer}, ${heads} head${heads === 1 ? "" : "s"}.`;
-  const hint = causal ? " Causal: a query sees only itself and earlier tokens." : "";
-  if (pinned >= 0 && pinned < tokens.length) {
-    return `${what} Pinned #${pinned} ${JSON.stringify(tokens[pinned])} (click it again or Esc to unpin).${hint}`;
-  }
-  return `${what} Hover a token to see only its lines; click a query token to pin it.${hint}`;
+  return `Layer ${layer}, ${heads} head${heads === 1 ? "" : "s"}. ${pinHint(tokens, pinned, causal)}`;
 }

@@ -2,7 +2,10 @@
  * ModelView (traits: ModelTraits in attention_types.ts): every layer × head
  * as a thumbnail line drawing on ONE canvas; click a thumbnail to enlarge it
  * (sets `layer` and `head`), hover a token in the enlarged view to see only
- * its lines.
+ * its lines. As in HeadView, click a query token of the enlarged head to pin
+ * it (`selected_token`), click it again or Esc to unpin, ↑/↓ to move it; Esc
+ * with nothing pinned closes the head, and closing unpins. The pin stays
+ * when another head is enlarged (same query tokens).
  *
  * Thumbnails come from the pooled `thumbs` trait (exact up to 48 tokens);
  * the enlarged head from its full attention, requested from the kernel when
@@ -10,11 +13,20 @@
  *
  * Test hooks: the root's data-state, data-layer, data-head; the grid's
  * data-lines (lines drawn in all thumbnails); the enlarged panel's data-lines
- * and data-focus.
+ * and data-focus, and its pinned query cell's `attnw-pinned` class.
  */
 import type { AnyModel } from "@anywidget/types";
 
-import { applyTheme, attentionControls, attentionFeed, LOADING_TEXT, shownOf, type Shown } from "./attention_common";
+import {
+  applyTheme,
+  attentionControls,
+  attentionFeed,
+  LOADING_TEXT,
+  pinAfterKey,
+  pinHint,
+  shownOf,
+  type Shown,
+} from "./attention_common";
 import {
   binCenter,
   binsWithin,
@@ -38,6 +50,8 @@ import baseStyles from "./styles.css";
 type Model = AnyModel<ModelTraits>;
 
 const DETAIL_WIDTH = 220;
+/** The patch that closes the enlarged head (a pinned token belongs to it). */
+const CLOSED = { layer: -1, head: -1, selected_token: -1 } as const;
 /** Most lines per thumbnail (the strongest): keeps big grids quick to draw. */
 const THUMB_LINE_BUDGET = 400;
 
@@ -60,7 +74,7 @@ export function renderModelView({ model, el }: { model: Model; el: HTMLElement }
   const grid = h("div", { className: "attnw-grid-wrap", attrs: { "data-lines": 0 } }, [canvas, hoverBox, selectedBox]);
   const detailTitle = h("span", { className: "attnw-detail-title" });
   const close = h("button", { className: "attnw-close", text: "×", attrs: { type: "button", title: "Close (Esc)", "aria-label": "Close" } });
-  const panel = new LinePanel(DETAIL_WIDTH, () => {});
+  const panel = new LinePanel(DETAIL_WIDTH, (row) => save({ selected_token: row }));
   const detailStatus = h("div", { className: "attnw-status" });
   const detail = h("div", { className: "attnw-detail", attrs: { hidden: true } }, [
     h("div", { className: "attnw-detail-head" }, [detailTitle, close]),
@@ -227,6 +241,8 @@ export function renderModelView({ model, el }: { model: Model; el: HTMLElement }
     const layerPos = info.layer_ids.indexOf(model.get("layer"));
     const headPos = info.head_ids.indexOf(model.get("head"));
     const open = layerPos >= 0 && headPos >= 0;
+    const pinned = open ? (model.get("selected_token") ?? -1) : -1;
+    panel.setPinned(pinned);
     root.dataset.layer = String(open ? info.layer_ids[layerPos] : -1);
     root.dataset.head = String(open ? info.head_ids[headPos] : -1);
     place(selectedBox, open ? { layer: layerPos, head: headPos } : null);
@@ -252,7 +268,7 @@ export function renderModelView({ model, el }: { model: Model; el: HTMLElement }
       return;
     }
     error = "";
-    detailStatus.textContent = "Hover a token to see only its lines.";
+    detailStatus.textContent = pinHint(shown.rowTokens, pinned, info.causal);
     panel.setData({
       stride: info.shape[3],
       rows: shown.rows,
@@ -288,14 +304,17 @@ export function renderModelView({ model, el }: { model: Model; el: HTMLElement }
     const layer = info.layer_ids[at.layer]!;
     const head = info.head_ids[at.head]!;
     const same = model.get("layer") === layer && model.get("head") === head;
-    save(same ? { layer: -1, head: -1 } : { layer, head });
+    // The pin stays in another head (same queries); closing unpins.
+    save(same ? CLOSED : { layer, head });
   };
-  const onClose = (): void => save({ layer: -1, head: -1 });
+  const onClose = (): void => save(CLOSED);
   const onKey = (event: KeyboardEvent): void => {
-    if (event.key === "Escape" && model.get("layer") !== -1) {
-      event.preventDefault();
-      onClose();
-    }
+    const shown = shownOf(model);
+    if (!shown || model.get("layer") === -1) return;
+    const next = pinAfterKey(event.key, model.get("selected_token") ?? -1, shown.rows);
+    if (next === null && event.key !== "Escape") return;
+    event.preventDefault();
+    save(next === null ? CLOSED : { selected_token: next }); // Esc: unpin first, then close
   };
   const onThumbs = (): void => {
     decodeThumbs();
@@ -303,7 +322,7 @@ export function renderModelView({ model, el }: { model: Model; el: HTMLElement }
     schedule();
   };
 
-  const TRAITS = ["matrix", "pair_filter", "layer", "head", "theme", "tokens", "decoder_tokens", "matrices", "sentence_b_start"];
+  const TRAITS = ["matrix", "pair_filter", "layer", "head", "selected_token", "theme", "tokens", "decoder_tokens", "matrices", "sentence_b_start"];
   for (const name of TRAITS) model.on(`change:${name}`, schedule);
   model.on("change:thumbs", onThumbs);
   model.on("change:thumb_index", onThumbs);

@@ -10,7 +10,8 @@
  */
 import type { RenderProps } from "@anywidget/types";
 
-import { LocalModel, decodePayload } from "./localmodel";
+import { LocalModel, decodePayload, type Payload } from "./localmodel";
+import { pageReplySources, recordedResponder } from "./replies";
 
 type Cleanup = () => void;
 /** The bundle's `render` (passed in: index.ts imports this module). */
@@ -30,7 +31,14 @@ export interface StandaloneView {
 
 /** Draw a view from an exported payload (parsed JSON) into `el`. */
 export function renderStandalone(el: HTMLElement, payload: unknown, render: Render): StandaloneView {
-  const model = new LocalModel<any>(decodePayload(payload));
+  const state = decodePayload(payload); // validates the payload first
+  const { model_id: modelId, unanswered } = payload as Payload;
+  // The page's requests go to the replies recorded for this model (replies.ts).
+  const respond =
+    typeof modelId === "string" && el.ownerDocument
+      ? recordedResponder(pageReplySources(el.ownerDocument, modelId), unanswered)
+      : undefined;
+  const model = new LocalModel<any>(state, { respond });
   const controller = new AbortController();
   // No kernel answers calls and no other widgets exist in a static page.
   const missing = (what: string) => Promise.reject(new Error(`attnwidget: ${what} is not available in a standalone page`));
@@ -81,11 +89,15 @@ export function mountStandalone(root: ParentNode, render: Render): StandaloneVie
   return views;
 }
 
-/** Mount once the document is parsed (module scripts usually run after that already). */
+/**
+ * Mount the views whose state blocks are parsed now, and the rest once the
+ * whole page is. The bundle is an `async` module: it may run while the
+ * parser is still reading the page (a saved page's recorded attention comes
+ * after it), and its views draw without waiting for that.
+ */
 export function mountWhenReady(doc: Document, render: Render): void {
+  mountStandalone(doc, render);
   if (doc.readyState === "loading") {
     doc.addEventListener("DOMContentLoaded", () => mountStandalone(doc, render), { once: true });
-  } else {
-    mountStandalone(doc, render);
   }
 }

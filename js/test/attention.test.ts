@@ -19,6 +19,7 @@ import {
   rowHeightFor,
   type GridGeometry,
 } from "../src/attention_layout";
+import { pinAfterKey, pinHint, pinSurvives } from "../src/attention_common";
 import { AttentionStore, Requester } from "../src/attention_store";
 import type { MatrixInfo } from "../src/attention_types";
 import { decodeFloat16Bits, halfTable, halfToFloat, widen } from "../src/float16";
@@ -313,5 +314,49 @@ describe("Requester", () => {
     ]);
     r.reset();
     assert.ok(r.ask("self", 3));
+  });
+});
+
+describe("pinned token (HeadView and ModelView)", () => {
+  const matrix = (key: string, rows: MatrixInfo["rows"], n: number): MatrixInfo => ({
+    key,
+    label: key,
+    rows,
+    cols: "tokens",
+    shape: [2, 2, n, 3],
+    layer_ids: [0, 1],
+    head_ids: [0, 1],
+    causal: false,
+  });
+
+  test("keys: Esc unpins, arrows move within the shown rows, else nothing", () => {
+    const rows: [number, number] = [4, 7];
+    assert.equal(pinAfterKey("Escape", 5, rows), -1);
+    assert.equal(pinAfterKey("Escape", -1, rows), null); // nothing to unpin (ModelView then closes)
+    assert.equal(pinAfterKey("ArrowDown", -1, rows), 4);
+    assert.equal(pinAfterKey("ArrowUp", -1, rows), 6);
+    assert.equal(pinAfterKey("ArrowDown", 5, rows), 6);
+    assert.equal(pinAfterKey("ArrowDown", 6, rows), null); // the last row stays
+    assert.equal(pinAfterKey("ArrowUp", 4, rows), null);
+    assert.equal(pinAfterKey("ArrowUp", 5, rows), 4);
+    assert.equal(pinAfterKey("Enter", 5, rows), null);
+    assert.equal(pinAfterKey("ArrowDown", -1, [3, 3]), null); // no rows shown
+  });
+
+  test("a matrix switch keeps the pin only when the queries are the same tokens", () => {
+    const encoder = matrix("encoder", "tokens", 3);
+    const decoder = matrix("decoder", "decoder_tokens", 4);
+    const cross = matrix("cross", "decoder_tokens", 4);
+    assert.ok(pinSurvives(decoder, cross, 3));
+    assert.ok(!pinSurvives(cross, encoder, 1)); // row 1 exists, but is another token
+    assert.ok(!pinSurvives(encoder, decoder, 0));
+    assert.ok(!pinSurvives(decoder, undefined, 0));
+    assert.ok(pinSurvives(encoder, decoder, -1)); // nothing pinned: nothing to reset
+  });
+
+  test("status hint names the pinned token as text", () => {
+    assert.equal(pinHint(["a", '"b"'], 1, false), 'Pinned #1 "\\"b\\"" (click it again or Esc to unpin).');
+    assert.match(pinHint(["a"], -1, false), /click a query token to pin it\.$/);
+    assert.match(pinHint(["a"], 5, true), /^Hover.*Causal: a query sees only itself/);
   });
 });
