@@ -52,8 +52,9 @@ first render
     frame callback, which runs after that frame's paint. Pages that do not
     get there within ``--timeout`` seconds are reported as such.
 interaction
-    In the page: ``t0 = performance.now()``, dispatch a real DOM event on the
-    element a user would point at, then wait for the next animation frame
+    Once the page has loaded (its ``load`` event), in the page: ``t0 =
+    performance.now()``, dispatch a real DOM event on the element a user
+    would point at, then wait for the next animation frame
     and a task posted from it (after the frame's paint); the time is taken
     there, once the view's own "done" condition holds (else one more frame).
     head view: hover a query token; click a head's box (toggle it off and
@@ -607,6 +608,9 @@ class Bench:
             return
         result.loads = times
         result.render_ms = statistics.median(times)
+        # Interactions on the loaded page: a saved attnwidget page draws before
+        # the browser has read its recorded attention (bertviz's draws after).
+        page.wait_for_load_state("load", timeout=self.args.timeout * 1000)
         for inter in interactions(result.tool, result.view, case):
             page.evaluate(f"() => {{ {inter.before}; }}")
             page.wait_for_timeout(100)
@@ -734,6 +738,9 @@ def report(results: list[Result], timeout: float, floor: float | None) -> list[s
 #: Below this, a median interaction is within two frames at 60 Hz: the time is
 #: mostly waiting for the next frame, so no tool can be 10x faster.
 FRAME_FLOOR_MS = 33.4
+#: An event is timed to the next painted frame: below ~one frame (60 Hz, plus
+#: the paint) no tool can be faster, whatever its own work.
+ONE_FRAME_MS = 20.0
 
 
 def goals(results: list[Result], floor: float | None) -> list[str]:
@@ -791,7 +798,11 @@ def goals(results: list[Result], floor: float | None) -> list[str]:
             bt = b.interactions.get(label)
             if bt and statistics.median(bt) < 10 * statistics.median(times):
                 note = (
-                    " (bertviz within 2 frames)" if statistics.median(bt) < FRAME_FLOOR_MS else ""
+                    " (bertviz within 2 frames)"
+                    if statistics.median(bt) < FRAME_FLOOR_MS
+                    else " (ours within a frame: the floor of this measure)"
+                    if statistics.median(times) < ONE_FRAME_MS
+                    else ""
                 )
                 misses.append(
                     f"{case} {view} {label}: "

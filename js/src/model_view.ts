@@ -76,7 +76,7 @@ export function renderModelView({ model, el }: { model: Model; el: HTMLElement }
   const close = h("button", { className: "attnw-close", text: "×", attrs: { type: "button", title: "Close (Esc)", "aria-label": "Close" } });
   const panel = new LinePanel(DETAIL_WIDTH, (row) => save({ selected_token: row }));
   const detailStatus = h("div", { className: "attnw-status" });
-  const detail = h("div", { className: "attnw-detail", attrs: { hidden: true } }, [
+  const detail = h("div", { className: "attnw-detail attnw-parked", attrs: { "aria-hidden": "true" } }, [
     h("div", { className: "attnw-detail-head" }, [detailTitle, close]),
     h("div", { className: "attnw-scroll-y" }, [panel.el]),
     panel.note,
@@ -136,6 +136,9 @@ export function renderModelView({ model, el }: { model: Model; el: HTMLElement }
     cancelPrebuild();
     cancelPrebuild = whenIdle(() => {
       panel.setTokens(shown.rowTokens.slice(...shown.rows), shown.colTokens.slice(...shown.cols), shown.rows, shown.cols);
+      // An empty draw sizes the line canvas (n=512: 220 × 10,240 px), whose
+      // first allocation would otherwise also fall in the first click.
+      panel.draw();
     });
   };
 
@@ -246,7 +249,9 @@ export function renderModelView({ model, el }: { model: Model; el: HTMLElement }
     root.dataset.layer = String(open ? info.layer_ids[layerPos] : -1);
     root.dataset.head = String(open ? info.head_ids[headPos] : -1);
     place(selectedBox, open ? { layer: layerPos, head: headPos } : null);
-    detail.hidden = !open;
+    detail.classList.toggle("attnw-parked", !open);
+    if (open) detail.removeAttribute("aria-hidden");
+    else detail.setAttribute("aria-hidden", "true");
     root.dataset.state = "ready";
     status.textContent = open
       ? "Click another thumbnail to enlarge it; click it again or × to close."
