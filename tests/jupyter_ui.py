@@ -296,7 +296,9 @@ def assert_views_drawn(page: Any, expected: int) -> None:
 #: contrast of the colour of the most opaque pixel in the top ``labels`` CSS px
 #: of the first such canvas (where the model view draws its head labels), taken
 #: as opaque (the text's colour, not its antialiased coverage), with the
-#: background behind the canvas.
+#: background behind the canvas. The text (or pixel) colour is faded by the CSS
+#: opacity of the element and of its ancestors below that opaque background (a
+#: dimmed toolbar, a canvas faded under a selection), as the page shows it.
 CONTRAST_JS = """([selector, labels]) => {
   const parse = (c) => {
     const m = /rgba?\\(([^)]+)\\)/.exec(c || '');
@@ -306,6 +308,18 @@ CONTRAST_JS = """([selector, labels]) => {
   };
   const over = (top, bottom) =>
     [0, 1, 2].map((i) => top[i] * top[3] + bottom[i] * (1 - top[3])).concat([1]);
+  // CSS opacity of el and its ancestors up to (not including) the first one
+  // with an opaque background: what the text is composited with over it.
+  const fade = (el) => {
+    let alpha = 1;
+    for (let e = el; e; e = e.parentElement) {
+      const style = getComputedStyle(e);
+      const c = parse(style.backgroundColor);
+      if (c && c[3] >= 1) break;
+      alpha *= Number(style.opacity);
+    }
+    return alpha;
+  };
   const background = (el) => {
     const layers = [];
     for (let e = el; e; e = e.parentElement) {
@@ -336,13 +350,14 @@ CONTRAST_JS = """([selector, labels]) => {
     const bg = background(canvas);
     // Antialiased 11 px text has few fully covered pixels; getImageData's
     // colours are not premultiplied, so any text pixel holds the fill colour.
-    return ratio([d[best - 3], d[best - 2], d[best - 1], 1], bg);
+    const pixel = [d[best - 3], d[best - 2], d[best - 1], fade(canvas)];
+    return ratio(over(pixel, bg), bg);
   }
   const els = [...document.querySelectorAll(selector)].slice(0, 8);
   if (!els.length) return null;
   return Math.min(...els.map((el) => {
     const bg = background(el);
     const fg = parse(getComputedStyle(el).color);
-    return fg ? ratio(over(fg, bg), bg) : 0;
+    return fg ? ratio(over([fg[0], fg[1], fg[2], fg[3] * fade(el)], bg), bg) : 0;
   }));
 }"""
