@@ -529,6 +529,16 @@ def test_model_view_pins_a_query_token_of_the_enlarged_head() -> None:
     view.set_state({"layer": -1, "head": -1, "selected_token": -1})
     assert (view.layer, view.head, view.selected_token) == (-1, -1, -1)
 
+    # A page message Python refuses in part changes none of it, and the page
+    # is sent Python's values back.
+    view.select(1, 0)
+    resent: list[Any] = []
+    view.send_state = lambda key=None: resent.append(key)  # type: ignore[method-assign]
+    view.set_state({"head": 1, "selected_token": 999})
+    assert (view.layer, view.head, view.selected_token) == (1, 0, -1)
+    assert resent == [["head", "selected_token"]]
+    del view.send_state
+
     opened = ModelView(explanation, layer=1, head=0, selected_token=6)
     assert (opened.layer, opened.head, opened.selected_token) == (1, 0, 6)
     with pytest.raises(traitlets.TraitError, match="pass layer= and head="):

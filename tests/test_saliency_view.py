@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import numpy as np
 import pytest
@@ -138,6 +139,18 @@ def test_selection_from_the_page_updates_python(explanation: Explanation) -> Non
     view = SaliencyView(explanation)
     view.set_state({"selected_token": 3})
     assert view.selected_token == 3
+
+
+def test_a_refused_change_from_the_page_changes_nothing_and_resyncs_the_page(
+    explanation: Explanation, caplog: pytest.LogCaptureFixture
+) -> None:
+    view = SaliencyView(explanation, selected_token=2)
+    resent: list[Any] = []
+    view.send_state = lambda key=None: resent.append(key)  # type: ignore[method-assign]
+    view.set_state({"selected_token": 99})  # no exception escapes into the comm
+    assert view.selected_token == 2
+    assert resent == [["selected_token"]]  # the page gets Python's value back
+    assert "refused" in caplog.text and "out of range" in caplog.text
 
 
 def test_data_traits_are_read_only(explanation: Explanation) -> None:

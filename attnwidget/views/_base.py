@@ -7,6 +7,7 @@ from ``js/src/index.ts`` by esbuild; its ``render`` dispatches on the synced
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +17,8 @@ import anywidget
 import traitlets
 
 from ..errors import AttnWidgetError
+
+log = logging.getLogger(__name__)
 
 #: The built front end (a build artefact: ignored by git, shipped in wheels).
 BUNDLE = Path(__file__).resolve().parent.parent / "static" / "widget.js"
@@ -93,6 +96,20 @@ class _AttnWidget(anywidget.AnyWidget):
         if path is not None:
             Path(path).write_text(text, encoding="utf-8")
         return text
+
+    def set_state(self, sync_data: dict[str, Any]) -> None:
+        """Apply a change from the page; a value Python refuses changes nothing.
+
+        The page has already shown the value it sent (e.g. a picker the user
+        moved), so on a refusal the page is sent Python's values back: both
+        sides stay in step and the refusal is logged, instead of an exception
+        escaping into the comm and the page showing a state Python never had.
+        """
+        try:
+            super().set_state(sync_data)
+        except traitlets.TraitError as error:
+            log.warning("attnwidget: the page's change %r was refused: %s", sync_data, error)
+            self.send_state([key for key in sync_data if key in self.keys])
 
     def _export_replies(self) -> tuple[list[RecordedReply], dict[str, Any] | None]:
         """What a saved page answers its own requests with: (recorded replies, the
