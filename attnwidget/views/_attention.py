@@ -515,7 +515,7 @@ class _AttentionView(_AttnWidget):
             why = "this saved page cannot load attention it was not given"
         else:
             why = (
-                f"this saved page holds the first {budget / 2**20:.0f} MiB of the attention "
+                f"this saved page holds the first {budget / 2**20:.1f} MiB of the attention "
                 "(to_html(embed_bytes=...)); this part was left out. Save the view again "
                 "with a larger embed_bytes, or rerun the notebook to explore it"
             )
