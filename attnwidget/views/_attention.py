@@ -408,6 +408,14 @@ class _AttentionView(_AttnWidget):
             return explanation.checked()
         return AttentionSet.from_explanation(explanation)
 
+    def _first_attention(
+        self, explanation: Explanation | AttentionSet, matrix: str | None
+    ) -> tuple[AttentionSet, AttentionMatrix]:
+        """A constructor's start: the validated attention and the matrix shown first."""
+        attention = self._attention_of(explanation)
+        self._explanation = explanation if isinstance(explanation, Explanation) else None
+        return attention, self._requested_matrix(attention, matrix)
+
     def _requested_matrix(self, attention: AttentionSet, matrix: str | None) -> AttentionMatrix:
         """The matrix a constructor asked for (default: the first), or a clear error."""
         key = matrix or attention.matrices[0].key

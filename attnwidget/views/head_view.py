@@ -100,9 +100,7 @@ class HeadView(_AttentionView):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        attention = self._attention_of(explanation)
-        self._explanation = explanation if isinstance(explanation, Explanation) else None
-        first = self._requested_matrix(attention, matrix)
+        attention, first = self._first_attention(explanation, matrix)
         key = first.key
         with self.hold_sync():
             self.set_trait("matrix", key)

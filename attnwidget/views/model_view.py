@@ -109,9 +109,7 @@ class ModelView(_AttentionView):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        attention = self._attention_of(explanation)
-        self._explanation = explanation if isinstance(explanation, Explanation) else None
-        first = self._requested_matrix(attention, matrix)
+        attention, first = self._first_attention(explanation, matrix)
         key = first.key
         opened = layer is not None or head is not None
         layer_pos = _position(first.layer_ids, layer, "layer") if layer is not None else 0
