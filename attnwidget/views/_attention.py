@@ -33,6 +33,10 @@ page asks for the rest as the user navigates, with anywidget custom messages:
   most :data:`MAX_MESSAGE_BYTES` (the Jupyter server drops websocket messages
   over 10 MiB by default); ``{"type": "error", "message": ...}`` for a
   request that cannot be served (the page shows it and stays usable).
+
+A saved page (``to_html``) has no kernel: it carries these same replies,
+recorded per request (``_export_replies``; the page format is in
+:mod:`attnwidget.views._standalone`).
 """
 
 from __future__ import annotations

@@ -66,9 +66,10 @@ export function decodeReply(text: string): Reply {
   };
 }
 
-/** The parts of a reply block the responder reads: its match and its text. */
+/** The parts of a reply block the responder reads: its parsed match and its text. */
 export interface ReplySource {
-  match: string | null;
+  /** The request keys it answers (parsed `data-match`; null: answers nothing). */
+  match: unknown;
   text: () => string;
 }
 
@@ -90,7 +91,7 @@ export function recordedResponder(sources: ReplySources, unanswered?: unknown): 
     const sent = new Set<ReplySource>();
     const answer = (): void => {
       for (const source of sources.list()) {
-        if (sent.has(source) || !requestMatches(parseMatch(source.match), request)) continue;
+        if (sent.has(source) || !requestMatches(source.match, request)) continue;
         sent.add(source);
         deliver(decodeReply(source.text()));
       }
@@ -127,13 +128,9 @@ export function fixedReplySources(list: readonly ReplySource[]): ReplySources {
  */
 export function pageReplySources(doc: Document, modelId: string): ReplySources {
   const known = new Map<Element, ReplySource>();
-  const parsed =
-    doc.readyState === "loading"
-      ? new Promise<void>((resolve) => doc.addEventListener("DOMContentLoaded", () => resolve(), { once: true }))
-      : null;
-  let done = parsed === null;
-  void parsed?.then(() => {
-    done = true;
+  const parsed = new Promise<void>((resolve) => {
+    if (doc.readyState === "loading") doc.addEventListener("DOMContentLoaded", () => resolve(), { once: true });
+    else resolve();
   });
   return {
     list: () => {
@@ -143,13 +140,13 @@ export function pageReplySources(doc: Document, modelId: string): ReplySources {
         if (block.getAttribute(REPLY_ATTRIBUTE) !== modelId) continue;
         let source = known.get(block);
         if (!source) {
-          source = { match: block.getAttribute("data-match"), text: () => block.textContent ?? "" };
+          source = { match: parseMatch(block.getAttribute("data-match")), text: () => block.textContent ?? "" };
           known.set(block, source);
         }
         out.push(source);
       }
       return out;
     },
-    loading: () => (done ? null : parsed),
+    loading: () => (doc.readyState === "loading" ? parsed : null),
   };
 }

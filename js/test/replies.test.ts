@@ -25,7 +25,7 @@ function source(match: unknown, content: unknown, buffers: string[] = []): Reply
   const text = JSON.stringify({ content, buffers });
   return Object.assign(
     {
-      match: JSON.stringify(match),
+      match,
       text: () => {
         reads += 1;
         return text;
@@ -120,8 +120,8 @@ describe("recordedResponder", () => {
     ]);
   });
 
-  test("a block with an unreadable match is skipped", async () => {
-    const bad: ReplySource = { match: "{not json", text: () => "{}" };
+  test("a block with an unreadable match (parsed as null) is skipped", async () => {
+    const bad: ReplySource = { match: null, text: () => "{}" };
     const respond = recordedResponder(fixedReplySources([bad]), { type: "error", message: "x" });
     const replies = await ask(respond, { type: "request" });
     assert.equal((replies[0]!.content as any).type, "error");
