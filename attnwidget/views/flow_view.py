@@ -5,7 +5,7 @@ column holds the n token positions. Between adjacent columns the edges are
 the residual-adjusted attention ``Â_l = 0.5·W_l + 0.5·I`` (thresholded; width
 and opacity by weight). Selecting a node shows how its information travels
 down to the input tokens and up to the top by the selected method, with path
-widths = each edge's contribution (:mod:`attnwidget.methods.paths` defines
+widths = each edge's contribution (:mod:`attnwidget.views._paths` defines
 them exactly) and the end tokens coloured by the method's scores.
 
 Encoder–decoder models (T5, BART) have two self-attention stacks, one diagram
@@ -102,7 +102,7 @@ import traitlets
 from ..errors import TooLargeError, UnknownMethodError
 from ..explanation import Explanation
 from ..methods._graph import HEAD_FUSIONS, as_attention_array, fuse_heads
-from ..methods.paths import (
+from ._paths import (
     PathResult,
     compute_paths,
     get_path_method,

@@ -5,7 +5,7 @@
  * and hit testing, and grouping lines by strength so each group is one
  * canvas path.
  *
- * Conventions (as attnwidget/methods/paths.py): node (l, i) is token i after
+ * Conventions (as attnwidget/views/_paths.py): node (l, i) is token i after
  * attention layer l; edge layer l (1 … L) links (l, i) to (l − 1, j) and is
  * stored row-major as i·n + j; `maps[l − 1]` is layer l's (n × n) matrix.
  */

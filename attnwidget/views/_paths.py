@@ -84,8 +84,8 @@ from scipy.sparse import coo_array
 from scipy.sparse.csgraph import maximum_flow
 
 from ..errors import ModelNotSupportedError, UnknownMethodError
-from ._graph import HeadFusion, add_residual, as_attention_array, fuse_heads
-from .flow import attention_flow_result
+from ..methods._graph import HeadFusion, add_residual, as_attention_array, fuse_heads
+from ..methods.flow import attention_flow_result
 
 #: Capacities are rounded down to multiples of 1/FLOW_SCALE for scipy's integer solver.
 FLOW_SCALE = 2**30
