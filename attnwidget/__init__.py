@@ -1,8 +1,9 @@
 """attnwidget: see and explain attention inside Transformer models.
 
 The pipeline, as the folders show it: ``capture`` (model → attention record),
+``relevance`` (the code that re-runs a model: LRP engines and rule tables),
 ``methods`` (pure functions on arrays, registered by name), ``views`` (thin
-anywidget classes, one per JS view).
+anywidget classes, one per JS view). Nothing lower imports anything higher.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ from .methods import (
     raw_attention,
     register,
 )
-from .methods.lrp import chefer2021, lrp
+from .methods.chefer2021 import chefer2021
+from .methods.lrp import lrp
 from .methods.rollout import rollout
 
 __version__ = "0.1.0"

@@ -12,6 +12,7 @@ from .capture.tokens import encode, max_length, second_segment_start
 from .errors import InputError
 from .explanation import Explanation
 from .methods import ScoreContext, compute_scores, get_method
+from .relevance.rerun import TargetScore, target_probability
 
 #: Methods computed when ``methods=None``: everything one forward+backward gives.
 DEFAULT_METHODS: tuple[str, ...] = ("raw", "rollout", "grad_attention", "input_x_gradient")
@@ -187,8 +188,8 @@ def _explanation(
         input_ids=record.input_ids,
         blank_token_id=record.blank_token_id,
         keep_mask=~record.special_mask,
-        target_score=record.target_score,
-        target_probability=record.target_probability,
+        target_score=None if record.call is None else TargetScore(record.call),
+        target_probability=None if record.call is None else target_probability(record.call),
         options=options,
         query_weights=record.query_weights,
     )

@@ -59,8 +59,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from explain import cases, plain_forward_backward  # noqa: E402
 
 import attnwidget  # noqa: E402
-from attnwidget.capture.run import TargetScore  # noqa: E402
-from attnwidget.methods.lrp import lrp_rules  # noqa: E402
+from attnwidget.capture.record import ModelCall  # noqa: E402
+from attnwidget.relevance.lrp import lrp_rules  # noqa: E402
+from attnwidget.relevance.rerun import TargetScore  # noqa: E402
 
 
 def workloads(model, tokenizer, text: str) -> dict[str, Callable[[], object]]:
@@ -72,12 +73,14 @@ def workloads(model, tokenizer, text: str) -> dict[str, Callable[[], object]]:
     row = inputs["input_ids"].shape[1] - 1 if causal else 0
     target = int((logits[0, row] if causal else logits[0]).argmax())
     runner = TargetScore(
-        model,
-        "causal-lm" if causal else "encoder",
-        {"attention_mask": torch.ones_like(inputs["input_ids"])},
-        row,
-        target,
-        inputs["input_ids"][0].tolist(),
+        ModelCall(
+            model,
+            "causal-lm" if causal else "encoder",
+            {"attention_mask": torch.ones_like(inputs["input_ids"])},
+            row,
+            target,
+            inputs["input_ids"][0].tolist(),
+        )
     )
     return {
         "plain fwd+bwd": lambda: plain_forward_backward(model, inputs, row, target),

@@ -22,7 +22,7 @@ Not asserted, because it does not hold here: Chefer et al.'s ordering
 "theirs ≥ rollout ≥ raw" (chefer2021 beats raw attention on both models but
 not rollout), and on the causal LM chefer2021 with all layers (the default)
 is no better than a random order; with ``start_layer=-1`` it is (see
-:func:`attnwidget.methods.lrp.chefer2021`).
+:func:`attnwidget.methods.chefer2021.chefer2021`).
 """
 
 from __future__ import annotations

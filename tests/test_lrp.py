@@ -20,8 +20,9 @@ from tiny_models import FAMILIES, build
 import attnwidget
 from attnwidget.capture import attention_implementation, capture_ready
 from attnwidget.errors import ModelNotSupportedError
-from attnwidget.methods.lrp import chefer2021, lrp_rules, supported_model_types
-from attnwidget.methods.lrp import families as lrp_families
+from attnwidget.methods.chefer2021 import chefer2021
+from attnwidget.relevance.lrp import families as lrp_families
+from attnwidget.relevance.lrp import lrp_rules, supported_model_types
 
 TEXT = "the keys to the cabinet are on the table"
 LRP_FAMILIES = [f for f in FAMILIES if f not in {"t5", "bart"}]
@@ -354,7 +355,7 @@ def test_lrp_function_is_explain_with_the_method() -> None:
 
 
 def test_one_lrp_pass_serves_both_methods(monkeypatch) -> None:
-    from attnwidget.capture.run import TargetScore
+    from attnwidget.relevance.rerun import TargetScore
 
     calls = []
     original = TargetScore.rerun

@@ -16,8 +16,8 @@ import pytest
 import torch
 from torch import nn
 
-from attnwidget.methods.lrp.attention import AttentionLedger, active_pass, lrp_attention
-from attnwidget.methods.lrp.families import (
+from attnwidget.relevance.lrp.attention import AttentionLedger, active_pass, lrp_attention
+from attnwidget.relevance.lrp.families import (
     Installer,
     activation,
     epsilon_layer,
@@ -25,7 +25,7 @@ from attnwidget.methods.lrp.families import (
     layer_norm,
     rms_norm,
 )
-from attnwidget.methods.lrp.rules import uniform_rule
+from attnwidget.relevance.lrp.rules import uniform_rule
 
 
 @pytest.fixture(autouse=True)

@@ -2,11 +2,29 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+
+@dataclass
+class ModelCall:
+    """How to run one captured example again: the model, its inputs and target.
+
+    ``kwargs`` are the model's keyword inputs other than the embeddings, for a
+    batch of one; ``row`` is the query position whose logits are read and
+    ``target_id`` the explained class or token. :mod:`attnwidget.relevance`
+    re-runs it (integrated gradients, blank-out, LRP).
+    """
+
+    model: Any
+    kind: str
+    kwargs: dict[str, Any]
+    row: int
+    target_id: int
+    input_ids: Sequence[int]
 
 
 @dataclass
@@ -41,5 +59,4 @@ class AttentionRecord:
     decoder_attentions: np.ndarray | None = None
     cross_attentions: np.ndarray | None = None
     query_weights: np.ndarray | None = None
-    target_score: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]] | None = None
-    target_probability: Callable[[np.ndarray], np.ndarray] | None = None
+    call: ModelCall | None = None

@@ -9,8 +9,7 @@ attention maps only, so nothing accumulates on the model's parameters.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,7 +18,7 @@ import torch
 
 from ..errors import InputError, ModelNotSupportedError, NonFiniteError
 from .kinds import CAUSAL_LM, ENCODER, ENCODER_DECODER, MASKED_LM
-from .record import AttentionRecord
+from .record import AttentionRecord, ModelCall
 from .targets import resolve_query_index, resolve_target
 from .tokens import readable_token
 
@@ -265,12 +264,7 @@ def _capture_group(
             query_index=query_rows[b],
             sentence_b_start=item.sentence_b_start,
             blank_token_id=_blank_id(tokenizer),
-            target_score=TargetScore(
-                model, kind, single, query_rows[b], target_ids[b], item.input_ids
-            ),
-            target_probability=_make_target_probability(
-                model, kind, single, query_rows[b], target_ids[b]
-            ),
+            call=ModelCall(model, kind, single, query_rows[b], target_ids[b], item.input_ids),
         )
         if kind == ENCODER_DECODER:
             decoder_ids = item.decoder_ids or []
@@ -287,114 +281,3 @@ def _capture_group(
             record.query_weights = cross_attn[b][-1].mean(axis=0)[query_rows[b]]
         records.append(record)
     return records
-
-
-@dataclass
-class Rerun:
-    """One example's forward+backward run inside a caller's context manager.
-
-    ``embeddings``/``embedding_grads`` (n, d), ``attentions``/``attention_grads``
-    (L, H, n, n) as float32 numpy, ``value`` the target logit, and ``state``
-    whatever the context manager yielded. Gradients are those the model had
-    inside the context (e.g. modified by LRP rules).
-    """
-
-    embeddings: np.ndarray
-    embedding_grads: np.ndarray
-    attentions: np.ndarray
-    attention_grads: np.ndarray
-    value: float
-    state: Any
-
-
-class TargetScore:
-    """``points (B, n, d) -> (target logits (B,), gradients (B, n, d))`` for one example.
-
-    Calling it runs the model on a batch of input embeddings (integrated
-    gradients). :meth:`rerun` runs the example itself once more inside a
-    caller-given context manager (e.g. one that installs LRP rules).
-    """
-
-    def __init__(
-        self,
-        model: Any,
-        kind: str,
-        kwargs: dict[str, Any],
-        row: int,
-        target_id: int,
-        input_ids: Sequence[int],
-    ) -> None:
-        self.model, self.kind, self.kwargs = model, kind, kwargs
-        self.row, self.target_id, self.input_ids = row, target_id, list(input_ids)
-
-    def _values(self, inputs: torch.Tensor, **extra: Any) -> tuple[Any, torch.Tensor]:
-        size = inputs.shape[0]
-        out = self.model(
-            inputs_embeds=inputs, return_dict=True, **_expand(self.kwargs, size), **extra
-        )
-        rows = torch.full((size,), self.row, device=inputs.device)
-        return out, _query_logits(out.logits, self.kind, rows)[:, self.target_id].float()
-
-    def __call__(self, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        device = _device(self.model)
-        dtype = self.model.get_input_embeddings().weight.dtype
-        inputs = torch.tensor(points, dtype=dtype, device=device).requires_grad_(True)
-        with torch.enable_grad():
-            _, values = self._values(inputs)
-            (grad,) = torch.autograd.grad(values.sum(), [inputs])
-        return values.detach().cpu().numpy(), grad.detach().float().cpu().numpy()
-
-    def rerun(self, context: Callable[[Any], AbstractContextManager[Any]]) -> Rerun:
-        """Forward+backward of this example inside ``context(model)``.
-
-        The model is made capture-ready first (eval, eager attention, frozen
-        parameters; all restored), then ``context(model)`` is entered, the
-        target logit computed with attention weights and differentiated with
-        respect to the input embeddings and every attention map.
-        """
-        from .state import capture_ready
-
-        device = _device(self.model)
-        ids = torch.tensor([self.input_ids], device=device)
-        with capture_ready(self.model), context(self.model) as state:
-            with torch.no_grad():
-                embeds = self.model.get_input_embeddings()(ids)
-            embeds = embeds.detach().requires_grad_(True)
-            with torch.enable_grad():
-                outputs, values = self._values(embeds, output_attentions=True)
-                attentions = _self_attentions(outputs, self.kind)
-                grads = torch.autograd.grad(values[0], [embeds, *attentions], allow_unused=True)
-        attention_grads = [
-            torch.zeros_like(a) if g is None else g
-            for a, g in zip(attentions, grads[1:], strict=True)
-        ]
-        return Rerun(
-            embeddings=_to_numpy(embeds)[0],
-            embedding_grads=_to_numpy(grads[0])[0],
-            attentions=np.stack([_to_numpy(a)[0] for a in attentions]),
-            attention_grads=np.stack([_to_numpy(g)[0] for g in attention_grads]),
-            value=float(values[0].detach()),
-            state=state,
-        )
-
-
-def _make_target_probability(
-    model: Any, kind: str, kwargs: dict[str, Any], row: int, target_id: int
-):
-    """``ids (B, n) -> probability of the target (B,)`` for one example."""
-    device = _device(model)
-    embedding_layer = model.get_input_embeddings()
-
-    def probability(ids: np.ndarray) -> np.ndarray:
-        batch = torch.as_tensor(ids, device=device)
-        with torch.no_grad():
-            out = model(
-                inputs_embeds=embedding_layer(batch),
-                return_dict=True,
-                **_expand(kwargs, batch.shape[0]),
-            )
-            rows = torch.full((batch.shape[0],), row, device=device)
-            probs = _query_logits(out.logits, kind, rows).float().softmax(dim=-1)
-        return probs[:, target_id].cpu().numpy()
-
-    return probability

@@ -78,4 +78,5 @@ def compute_scores(
 
 # Registers "lrp" and "chefer2021", after the methods above (registration order is
 # the order of available_methods()).
+from . import chefer2021 as _chefer2021  # noqa: E402, F401
 from . import lrp as _lrp  # noqa: E402, F401

@@ -29,7 +29,7 @@ class ScoreContext:
     maps a batch of input ids (B, n) to the target's probability (B,). Both are
     None when the scores come from plain arrays (:meth:`Explanation.from_attentions`).
     From a model capture, ``target_score`` is a
-    :class:`~attnwidget.capture.run.TargetScore`, whose ``rerun(context)`` runs
+    :class:`~attnwidget.relevance.rerun.TargetScore`, whose ``rerun(context)`` runs
     the example's forward+backward once more inside a caller's context manager
     (how "lrp" installs its rules).
     ``options`` maps a method name to keyword options for it.

@@ -43,7 +43,7 @@ _PREDICTED_VALUE = ("__predicted__",)  # a sentinel no label or token id can equ
 
 def _default_methods(model: Any) -> list[str]:
     """explain()'s defaults, plus the LRP methods where the model's family has rules."""
-    from ..methods.lrp.families import supported_model_types
+    from ..relevance.lrp.families import supported_model_types
 
     methods = list(DEFAULT_METHODS)
     if getattr(getattr(model, "config", None), "model_type", None) in supported_model_types():

@@ -6,10 +6,10 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import AttentionShapeError
-from .._graph import as_attention_array
-from ..registry import ScoreContext, register
-from .relevance import run_lrp
+from ..errors import AttentionShapeError
+from ..relevance.lrp import run_lrp
+from ._graph import as_attention_array
+from .registry import ScoreContext, register
 
 #: Default first layer: 0, all layers, the paper's definition (see :func:`chefer2021`).
 DEFAULT_START_LAYER = 0

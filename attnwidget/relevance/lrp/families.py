@@ -305,7 +305,7 @@ def family_of(model: nn.Module) -> Family:
         raise ModelNotSupportedError(
             f"LRP has no rules for model_type {model_type!r} ({type(model).__name__}); "
             f"supported: {', '.join(supported_model_types())}. To add a family, register a "
-            "Family in attnwidget.methods.lrp.families (its docstring shows how): name the "
+            "Family in attnwidget.relevance.lrp.families (its docstring shows how): name the "
             "norm, activation and product modules, then test conservation."
         )
     return family
@@ -334,7 +334,7 @@ def check_supported(model: nn.Module) -> Family:
         raise ModelNotSupportedError(
             f"LRP has no rule for the module class(es) {', '.join(unknown)} in "
             f"{type(model).__name__}; add one to MODULE_RULES or the family's rules in "
-            "attnwidget.methods.lrp.families."
+            "attnwidget.relevance.lrp.families."
         )
     return family
 

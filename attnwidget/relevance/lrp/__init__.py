@@ -1,0 +1,31 @@
+"""Layer-wise relevance propagation on stock Hugging Face Transformers.
+
+AttnLRP (Achtibat et al., ICML 2024), LRP (Bach et al., 2015) with rules for
+attention, norms and gating, run as one modified backward pass of the model.
+
+Modules: :mod:`.rules` (the rules as autograd functions),
+:mod:`.attention` (the attention function with the softmax and matmul
+rules), :mod:`.families` (the rule table per module type and family),
+:mod:`.engine` (install the rules for one pass and restore the model),
+:mod:`.result` (:func:`run_lrp`: one pass for a captured example).
+The registered methods that use it are :mod:`attnwidget.methods.lrp` and
+:mod:`attnwidget.methods.chefer2021`.
+"""
+
+from __future__ import annotations
+
+from .engine import LRPRecorder, lrp_rules
+from .families import Family, register_family, supported_model_types
+from .result import LRPResult, run_lrp
+from .rules import DEFAULT_EPSILON
+
+__all__ = [
+    "DEFAULT_EPSILON",
+    "Family",
+    "LRPRecorder",
+    "LRPResult",
+    "lrp_rules",
+    "register_family",
+    "run_lrp",
+    "supported_model_types",
+]
