@@ -12,7 +12,8 @@ from typing import Literal
 
 import numpy as np
 
-from ..errors import AttentionRowSumWarning, AttentionShapeError, NonFiniteError
+from .._arrays import as_layer_stack
+from ..errors import AttentionRowSumWarning
 
 HeadFusion = Literal["mean", "max", "min"]
 HEAD_FUSIONS: tuple[str, ...] = ("mean", "max", "min")
@@ -26,43 +27,11 @@ def as_attention_array(attentions: object, *, name: str = "attentions") -> np.nd
 
     Accepts an (L, H, n, n) array or tensor, an (H, n, n) array (one layer),
     or the Hugging Face / bertviz tuple of per-layer tensors of shape
-    (1, H, n, n). Raises :class:`AttentionShapeError` for any other shape and
+    (1, H, n, n) (see :func:`attnwidget._arrays.as_layer_stack`). Raises
+    :class:`AttentionShapeError` for any other shape and
     :class:`NonFiniteError` for NaN/inf values.
     """
-    if isinstance(attentions, (tuple, list)):
-        if len(attentions) == 0:
-            raise AttentionShapeError(
-                f"{name} is empty: pass one attention tensor per layer, "
-                "each of shape (1, H, n, n) or (H, n, n)."
-            )
-        layers = [_to_numpy(a) for a in attentions]
-        layers = [a[0] if a.ndim == 4 and a.shape[0] == 1 else a for a in layers]
-        shapes = {a.shape for a in layers}
-        if len(shapes) != 1 or layers[0].ndim != 3:
-            raise AttentionShapeError(
-                f"{name} layers have shapes {sorted(shapes)}; every layer must be "
-                "(1, H, n, n) or (H, n, n) with the same H and n (batch size 1)."
-            )
-        array = np.stack(layers)
-    else:
-        array = _to_numpy(attentions)
-        if array.ndim == 3:
-            array = array[None]
-    if array.ndim != 4 or array.shape[-1] != array.shape[-2]:
-        raise AttentionShapeError(
-            f"{name} has shape {tuple(array.shape)}; expected (L, H, n, n) with "
-            "square per-head maps (rows = queries, columns = keys)."
-        )
-    if array.size == 0:
-        raise AttentionShapeError(f"{name} has shape {tuple(array.shape)}: it holds no values.")
-    array = array.astype(np.float64, copy=False)
-    if not np.isfinite(array).all():
-        bad = int((~np.isfinite(array)).sum())
-        raise NonFiniteError(
-            f"{name} contains {bad} NaN/inf value(s); check the model in float32 "
-            "or remove the padding positions before explaining."
-        )
-    return array
+    return as_layer_stack(attentions, name=name, square=True, dtype=np.float64)
 
 
 def check_row_sums(attentions: np.ndarray, *, method: str) -> None:
@@ -130,10 +99,3 @@ def resolve_layer(layer: int, num_layers: int) -> int:
             f"(valid: {-num_layers}..{num_layers - 1})."
         )
     return layer % num_layers
-
-
-def _to_numpy(value: object) -> np.ndarray:
-    detach = getattr(value, "detach", None)
-    if detach is not None:  # a torch tensor, possibly on GPU or in bfloat16
-        return detach().float().cpu().numpy()
-    return np.asarray(value)

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from .._arrays import as_layer_stack
 from ._attention import AttentionMatrix, AttentionSet, make_matrix
 from .head_view import HeadView
 from .model_view import ModelView
@@ -226,47 +227,7 @@ def _matrix(
 
 def _layers_array(attention: Any, name: str) -> np.ndarray:
     """(L, H, rows, cols) float32 from a tuple of per-layer tensors or one array."""
-    if isinstance(attention, (tuple, list)):
-        if len(attention) == 0:
-            raise ValueError(f"{name} is empty: pass one tensor per layer, each (1, H, n, n).")
-        layers = []
-        for i, layer in enumerate(attention):
-            a = _to_numpy(layer)
-            if a.ndim == 4:
-                if a.shape[0] != 1:
-                    raise ValueError(
-                        f"{name}[{i}] has shape {tuple(a.shape)}: the batch size must be 1 "
-                        "(explain one input at a time)."
-                    )
-                a = a[0]
-            if a.ndim != 3:
-                raise ValueError(
-                    f"{name}[{i}] has shape {tuple(a.shape)}; expected (1, H, n, n). Make sure "
-                    "the model was run with output_attentions=True."
-                )
-            layers.append(a)
-        if len({a.shape for a in layers}) != 1:
-            shapes = sorted({tuple(a.shape) for a in layers})
-            raise ValueError(f"{name}: layers have different shapes {shapes}.")
-        array = np.stack(layers)
-    else:
-        array = _to_numpy(attention)
-        if array.ndim == 5 and array.shape[1] == 1:
-            array = array[:, 0]
-        if array.ndim != 4:
-            raise ValueError(
-                f"{name} has shape {tuple(array.shape)}; expected a tuple of (1, H, n, n) "
-                "tensors, one per layer (output_attentions=True), or an (L, H, n, n) array."
-            )
-    if array.size == 0:
-        raise ValueError(f"{name} has shape {tuple(array.shape)}: it holds no values.")
-    return array.astype(np.float32, copy=False)
-
-
-def _to_numpy(value: Any) -> np.ndarray:
-    if hasattr(value, "detach"):  # a torch tensor, without importing torch
-        value = value.detach().float().cpu().numpy()
-    return np.asarray(value)
+    return as_layer_stack(attention, name=name, square=False, dtype=np.float32, finite=False)
 
 
 def _indices(values: Sequence[int] | None, size: int, name: str) -> tuple[int, ...]:
