@@ -5,8 +5,7 @@
  * the heads of the current layer widened for hover redraws).
  */
 import type { ChunkDescriptor, IndexedChunk, MatrixInfo } from "./attention_types";
-import { asBytes } from "./buffers";
-import { decodeFloat16Bits, widen } from "./float16";
+import { asBytes, decodeFloat16Bits, widen } from "./buffers";
 import type { Binary } from "./types";
 
 interface HeadSlot {

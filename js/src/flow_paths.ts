@@ -9,8 +9,8 @@
  * attention layer l; edge layer l (1 … L) links (l, i) to (l − 1, j) and is
  * stored row-major as i·n + j; `maps[l − 1]` is layer l's (n × n) matrix.
  */
-import { asBytes, decodeFloat32 } from "./buffers";
-import type { PathsReply } from "./flow_types";
+import { decodeArray, decodeFloats } from "./buffers";
+import type { PathsReply } from "./flow_messages";
 import type { Binary } from "./types";
 
 /** Â = 0.5·W + 0.5·I with rows re-normalised (a zero row stays zero), as Python's add_residual. */
@@ -187,18 +187,16 @@ export function toPathData(
   };
 }
 
-/** Decode the kernel's `paths` reply (see flow_types.ts PathsReply). */
+/** Decode the kernel's `paths` reply (see flow_messages.ts PathsReply) with the wire decoder. */
 export function decodePathsReply(meta: PathsReply, buffers: readonly Binary[]): PathData {
   const [layers, n] = meta.shape;
   if (buffers.length < 4) throw new RangeError(`paths reply has ${buffers.length} buffers, expected 4`);
-  const nodes = decodeFloat32(buffers[0]!, "nodes");
-  const index = decodeUint32(buffers[1]!, "edge index");
-  const value = decodeFloat32(buffers[2]!, "edge values");
-  const totals = decodeFloat32(buffers[3]!, "totals");
-  if (nodes.length !== (layers + 1) * n) throw new RangeError(`nodes: ${nodes.length} values, expected ${(layers + 1) * n}`);
-  if (meta.counts.length !== layers || totals.length !== layers) throw new RangeError("paths reply: counts/totals do not match the layers");
+  if (meta.counts.length !== layers) throw new RangeError("paths reply: counts do not match the layers");
   const sum = meta.counts.reduce((a, b) => a + b, 0);
-  if (index.length !== sum || value.length !== sum) throw new RangeError(`paths reply: ${index.length} edges, counts say ${sum}`);
+  const nodes = decodeFloats(buffers[0]!, { dtype: "float32", shape: [layers + 1, n] }, "nodes");
+  const index = decodeArray(buffers[1]!, { dtype: "uint32", shape: [sum] }, "edge index");
+  const value = decodeFloats(buffers[2]!, { dtype: "float32", shape: [sum] }, "edge values");
+  const totals = decodeFloats(buffers[3]!, { dtype: "float32", shape: [layers] }, "totals");
   const edges: EdgeLayer[] = [];
   let start = 0;
   for (let l = 0; l < layers; l++) {
@@ -206,7 +204,7 @@ export function decodePathsReply(meta: PathsReply, buffers: readonly Binary[]): 
     for (let k = start; k < start + count; k++) {
       if ((index[k] as number) >= n * n) throw new RangeError(`edge index ${index[k]} out of range for n=${n}`);
     }
-    edges.push({ index: index.slice(start, start + count), value: value.slice(start, start + count), total: totals[l] as number });
+    edges.push({ index: Uint32Array.from(index.subarray(start, start + count)), value: value.slice(start, start + count), total: totals[l] as number });
     start += count;
   }
   return {
@@ -221,17 +219,6 @@ export function decodePathsReply(meta: PathsReply, buffers: readonly Binary[]): 
     note: String(meta.note ?? ""),
     source: "kernel",
   };
-}
-
-/** Little-endian uint32 values of a binary value. */
-export function decodeUint32(value: Binary, name = "buffer"): Uint32Array {
-  const bytes = asBytes(value);
-  if (bytes.byteLength % 4 !== 0) throw new RangeError(`${name}: ${bytes.byteLength} bytes is not a whole number of uint32 values`);
-  const length = bytes.byteLength / 4;
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const out = new Uint32Array(length);
-  for (let i = 0; i < length; i++) out[i] = view.getUint32(i * 4, true);
-  return out;
 }
 
 // -- geometry ------------------------------------------------------------------

@@ -8,6 +8,8 @@
  */
 import type { BaseTraits, Binary } from "./types";
 
+// The custom messages (compute, layer, paths, ...) are typed in flow_messages.ts.
+
 /** A self-attention stack: "decoder" exists for encoder–decoder models only. */
 export type FlowStack = "encoder" | "decoder";
 
@@ -55,72 +57,4 @@ export interface FlowTraits extends BaseTraits {
   selected_layer: number;
   selected_token: number;
   threshold: number;
-}
-
-/** page -> kernel: the paths of `method` for node (layer, token). */
-export interface ComputeRequest {
-  type: "compute";
-  id: number;
-  version: number;
-  method: string;
-  layer: number;
-  token: number;
-}
-
-/** page -> kernel: one attention layer (0-based) that `fused` lacks. */
-export interface LayerRequest {
-  type: "request";
-  version: number;
-  layer: number;
-}
-
-/** kernel -> page while a computation runs. */
-export interface ProgressReply {
-  type: "progress";
-  id: number;
-  done: number;
-  total: number;
-}
-
-/**
- * kernel -> page: paths. Buffers: nodes float32 (L+1, n); edge index uint32
- * (E) = i·n + j grouped by edge layer (counts); edge value float32 (E);
- * totals float32 (L) = Σ |contribution| of each edge layer.
- */
-export interface PathsReply {
-  type: "paths";
-  id: number;
-  version: number;
-  method: string;
-  layer: number;
-  token: number;
-  shape: [number, number];
-  counts: number[];
-  signed: boolean;
-  note: string;
-  floor: number;
-  dropped: number;
-}
-
-/** kernel -> page: one layer's float32 (n, n) W as the single buffer. */
-export interface LayerReply {
-  type: "layer";
-  version: number;
-  layer: number;
-}
-
-/**
- * kernel -> page: the compute request `id` was for an older version (the
- * explanation or stack changed meanwhile); the page drops it and asks again.
- */
-export interface StaleReply {
-  type: "stale";
-  id: number;
-  version: number;
-}
-
-export interface ErrorReply {
-  type: "error";
-  id?: number | null;
-  message: string;
 }

@@ -42,9 +42,8 @@ import { LinePanel, strokeLines } from "./attention_lines";
 import { watchHostTheme } from "./host_theme";
 import styles from "./attention.css";
 import type { MatrixInfo, ModelTraits, ThumbIndex } from "./attention_types";
-import { asBytes } from "./buffers";
+import { asBytes, decodeFloat16Bits, widen } from "./buffers";
 import { h, microtaskScheduler, saveTraits, styleElement, whenIdle } from "./dom";
-import { decodeFloat16Bits, widen } from "./float16";
 import baseStyles from "./styles.css";
 
 type Model = AnyModel<ModelTraits>;

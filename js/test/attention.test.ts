@@ -22,7 +22,7 @@ import {
 import { pinAfterKey, pinHint, pinSurvives } from "../src/attention_common";
 import { AttentionStore, Requester } from "../src/attention_store";
 import type { MatrixInfo } from "../src/attention_types";
-import { decodeFloat16Bits, halfTable, halfToFloat, widen } from "../src/float16";
+import { decodeFloat16Bits, halfTable, halfToFloat, widen } from "../src/buffers";
 
 /** float16 bit pattern of a value (round to nearest even), for building test buffers. */
 function toHalf(x: number): number {

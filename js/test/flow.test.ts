@@ -4,7 +4,6 @@ import { describe, test } from "node:test";
 import {
   bucketByLevel,
   decodePathsReply,
-  decodeUint32,
   edgeLayerAt,
   edgesAbove,
   flowGeometry,
@@ -21,7 +20,8 @@ import {
   sparsify,
   toPathData,
 } from "../src/flow_paths";
-import type { PathsReply } from "../src/flow_types";
+import { decodeUint32 } from "../src/buffers";
+import type { PathsReply } from "../src/flow_messages";
 
 const close = (a: ArrayLike<number>, b: ArrayLike<number>, tol = 1e-6): void => {
   assert.equal(a.length, b.length);
