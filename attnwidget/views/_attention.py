@@ -9,6 +9,12 @@ a relative error of 2**-11 (about 0.05 %) of the float32 value, and within an
 absolute error of 2**-25 below 2**-14 (half's subnormal range); so
 ``|decoded - weight| <= max(2**-11 * |weight|, 2**-25)``. That is far finer
 than the 8-bit alpha a line is drawn with, and halves the bytes of float32.
+Range (:mod:`attnwidget.views._buffers`): weights above float16's 65504 are
+refused with :class:`~attnwidget.errors.InputError` when the view is made
+(never sent as infinity); nonzero weights below 2**-24 (about 6e-8) are sent
+as 0, a deliberate choice for probabilities: no line is drawn for them either
+way. The code lives in ``_attention_data`` (matrices) and ``_attention_wire``
+(chunks, preload, thumbnails); this module keeps the shared view class.
 
 A *chunk* is a block of one attention matrix: one layer, a contiguous range
 of heads and a contiguous range of query rows, all key columns. It is
@@ -43,321 +49,71 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import traitlets
 
-from ..errors import AttentionShapeError, NonFiniteError
 from ..explanation import Explanation
+from ._attention_data import (
+    EXPORT_BYTES,
+    MAX_MESSAGE_BYTES,
+    PAIR_FILTERS,
+    PRELOAD_BYTES,
+    THEMES,
+    WIRE_ATOL,
+    WIRE_DTYPE,
+    WIRE_RTOL,
+    AttentionMatrix,
+    AttentionSet,
+    decode_float16,
+    encode_float16,
+    make_matrix,
+)
+from ._attention_wire import (
+    MAX_THUMB_BINS,
+    THUMB_BYTES,
+    _attention_messages,
+    _describe_ids,
+    _export_order,
+    _position,
+    _preload,
+    _put_chunk,
+    bin_edges,
+    pool,
+    thumbnail_bins,
+    thumbnails,
+)
 from ._base import RecordedReply, _AttnWidget
 
 log = logging.getLogger(__name__)
 
-#: The wire dtype of attention weights: IEEE half, little-endian.
-WIRE_DTYPE = np.dtype("<f2")
-#: Relative precision of the wire format for weights >= 2**-14 (half's epsilon / 2).
-WIRE_RTOL = 2.0**-11
-#: Absolute precision below 2**-14 (half's subnormal spacing / 2).
-WIRE_ATOL = 2.0**-25
-
-#: Largest binary payload of one kernel -> page message. The Jupyter server's
-#: default websocket limit is 10 MiB (tornado's max_message_size); the margin
-#: leaves room for the JSON part and the framing.
-MAX_MESSAGE_BYTES = 8 * 2**20
-#: Inputs whose attention is at most this many bytes (float16) ship whole in
-#: the initial state, so they need no round trip and work in exported HTML.
-PRELOAD_BYTES = 4 * 2**20
-
-#: Attention an exported HTML page embeds at most (float16 bytes; base64 adds a third).
-EXPORT_BYTES = 32 * 2**20
-
-#: The pair filters of a sentence pair (bertviz's "Sentence A -> Sentence B" etc.).
-PAIR_FILTERS: tuple[str, ...] = ("all", "A->A", "B->B", "A->B", "B->A")
-#: Themes: "auto" follows the host (JupyterLab's --jp-* variables).
-THEMES: tuple[str, ...] = ("auto", "light", "dark")
-
-
-def encode_float16(array: Any) -> bytes:
-    """The bytes of ``array`` as float16, little-endian, C order."""
-    return np.ascontiguousarray(np.asarray(array, dtype=WIRE_DTYPE)).tobytes(order="C")
-
-
-def decode_float16(data: bytes | bytearray | memoryview, shape: Sequence[int]) -> np.ndarray:
-    """The inverse of :func:`encode_float16`, as float32."""
-    flat = np.frombuffer(data, dtype=WIRE_DTYPE)
-    if flat.size != int(np.prod(shape, dtype=np.int64)):
-        raise ValueError(f"{flat.size} float16 values do not fill shape {tuple(shape)}")
-    return flat.reshape(tuple(shape)).astype(np.float32)
-
-
-@dataclass(frozen=True)
-class AttentionMatrix:
-    """One kind of attention of a model (self, encoder, decoder or cross).
-
-    ``weights[l, h, i, j]``: how much query token ``i`` (a row, labelled by
-    the ``rows`` token list) attends to key token ``j`` (a column, ``cols``),
-    in layer ``layer_ids[l]``, head ``head_ids[h]``.
-    """
-
-    key: str
-    label: str
-    weights: np.ndarray
-    rows: str  # "tokens" or "decoder_tokens": which token list labels the rows
-    cols: str
-    layer_ids: tuple[int, ...]
-    head_ids: tuple[int, ...]
-    causal: bool
-
-    @property
-    def shape(self) -> tuple[int, int, int, int]:
-        return tuple(int(d) for d in self.weights.shape)  # type: ignore[return-value]
-
-    def describe(self) -> dict[str, Any]:
-        """The JSON description the page gets (the ``matrices`` trait)."""
-        return {
-            "key": self.key,
-            "label": self.label,
-            "rows": self.rows,
-            "cols": self.cols,
-            "shape": list(self.shape),
-            "layer_ids": list(self.layer_ids),
-            "head_ids": list(self.head_ids),
-            "causal": self.causal,
-        }
-
-    def nbytes(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64)) * WIRE_DTYPE.itemsize
-
-    def chunks(
-        self, layer: int, heads: Sequence[int] | None = None, limit: int = MAX_MESSAGE_BYTES
-    ) -> Iterator[tuple[dict[str, Any], bytes]]:
-        """(descriptor, float16 bytes) blocks of one layer, each at most ``limit`` bytes.
-
-        ``heads`` is a contiguous (start, stop) range of head positions (all by
-        default). Blocks hold as many whole heads as fit, and split a head by
-        rows only when one head alone is over the limit (n > ~2000).
-        """
-        _, num_heads, rows, cols = self.shape
-        h_start, h_stop = (0, num_heads) if heads is None else (int(heads[0]), int(heads[1]))
-        head_bytes = rows * cols * WIRE_DTYPE.itemsize
-        if head_bytes <= limit:
-            step = max(1, limit // max(head_bytes, 1))
-            for h0 in range(h_start, h_stop, step):
-                h1 = min(h_stop, h0 + step)
-                block = self.weights[layer, h0:h1]
-                yield self._descriptor(layer, h0, h1, 0, rows), encode_float16(block)
-            return
-        row_step = max(1, limit // max(cols * WIRE_DTYPE.itemsize, 1))
-        for h in range(h_start, h_stop):
-            for r0 in range(0, rows, row_step):
-                r1 = min(rows, r0 + row_step)
-                block = self.weights[layer, h : h + 1, r0:r1]
-                yield self._descriptor(layer, h, h + 1, r0, r1), encode_float16(block)
-
-    def _descriptor(self, layer: int, h0: int, h1: int, r0: int, r1: int) -> dict[str, Any]:
-        return {"matrix": self.key, "layer": layer, "heads": [h0, h1], "rows": [r0, r1]}
-
-
-@dataclass(frozen=True)
-class AttentionSet:
-    """Everything a head or model view shows: tokens and attention matrices."""
-
-    tokens: list[str]
-    decoder_tokens: list[str]
-    matrices: list[AttentionMatrix]
-    sentence_b_start: int | None = None
-
-    def matrix(self, key: str) -> AttentionMatrix:
-        for m in self.matrices:
-            if m.key == key:
-                return m
-        raise KeyError(key)
-
-    def token_list(self, name: str) -> list[str]:
-        return self.tokens if name == "tokens" else self.decoder_tokens
-
-    def pair_split_applies(self, key: str) -> bool:
-        """Sentence-pair filters apply to attention among the input tokens only."""
-        m = self.matrix(key)
-        return self.sentence_b_start is not None and m.rows == m.cols == "tokens"
-
-    @classmethod
-    def from_explanation(cls, explanation: Explanation) -> AttentionSet:
-        if not isinstance(explanation, Explanation):
-            raise TypeError(
-                "expected an attnwidget.Explanation, got "
-                f"{type(explanation).__name__}; make one with attnwidget.explain(...) or "
-                "Explanation.from_attentions(attentions, tokens). For bertviz-style "
-                "arguments use attnwidget.head_view / attnwidget.model_view."
-            )
-        tokens = [str(t) for t in explanation.tokens]
-        decoder = [str(t) for t in explanation.decoder_tokens or []]
-        # A causal LM is causal by construction; otherwise look at the weights.
-        causal = True if explanation.kind == "causal-lm" else None
-        if explanation.decoder_tokens is None:
-            matrices = [make_matrix("self", explanation.attentions, tokens, tokens, causal)]
-        else:
-            matrices = [make_matrix("encoder", explanation.attentions, tokens, tokens)]
-            if explanation.decoder_attentions is not None:
-                matrices.append(
-                    make_matrix("decoder", explanation.decoder_attentions, decoder, decoder, True)
-                )
-            if explanation.cross_attentions is not None:
-                matrices.append(make_matrix("cross", explanation.cross_attentions, decoder, tokens))
-        return cls(tokens, decoder, matrices, explanation.sentence_b_start).checked()
-
-    def checked(self) -> AttentionSet:
-        """Validate shapes against tokens; raise with a clear message."""
-        if not self.matrices:
-            raise AttentionShapeError("there is no attention to show (no matrix given).")
-        for m in self.matrices:
-            rows, cols = len(self.token_list(m.rows)), len(self.token_list(m.cols))
-            if m.weights.ndim != 4 or m.weights.shape[-2:] != (rows, cols):
-                raise AttentionShapeError(
-                    f"{m.label} attention has shape {tuple(m.weights.shape)} but there are "
-                    f"{rows} query and {cols} key tokens; expected (layers, heads, {rows}, {cols})."
-                )
-            if m.weights.size == 0:
-                raise AttentionShapeError(
-                    f"{m.label} attention has shape {tuple(m.weights.shape)}: it holds no values."
-                )
-            if len(m.layer_ids) != m.shape[0] or len(m.head_ids) != m.shape[1]:
-                raise ValueError(f"{m.label}: layer/head ids do not match the attention's shape.")
-        b = self.sentence_b_start
-        if b is not None and not 0 < b < len(self.tokens):
-            raise ValueError(
-                f"sentence_b_start={b} is out of range: the second sentence must start after "
-                f"the first token and before the end (1..{len(self.tokens) - 1})."
-            )
-        return self
-
-
-_LABELS = {"self": "Self-attention", "encoder": "Encoder", "decoder": "Decoder", "cross": "Cross"}
-
-
-def make_matrix(
-    key: str,
-    weights: Any,
-    row_tokens: Sequence[str],
-    col_tokens: Sequence[str],
-    causal: bool | None = None,
-    *,
-    layer_ids: Sequence[int] | None = None,
-    head_ids: Sequence[int] | None = None,
-) -> AttentionMatrix:
-    """An :class:`AttentionMatrix` from an (L, H, rows, cols) array.
-
-    ``causal`` None: detected (square and nothing above the diagonal).
-    """
-    array = np.asarray(weights, dtype=np.float32)
-    label = _LABELS[key]
-    if array.ndim != 4:
-        raise AttentionShapeError(
-            f"{label} attention has shape {tuple(array.shape)}; expected 4 dimensions "
-            "(layers, heads, query tokens, key tokens)."
-        )
-    if array.size and not np.isfinite(array).all():
-        raise NonFiniteError(f"{label} attention contains NaN or infinite values.")
-    square = array.shape[-1] == array.shape[-2]
-    rows_are_cols = row_tokens is col_tokens or list(row_tokens) == list(col_tokens)
-    if causal is None or (causal and not square):
-        causal = bool(square and rows_are_cols and _is_causal(array))
-    return AttentionMatrix(
-        key=key,
-        label=label,
-        weights=array,
-        rows="decoder_tokens" if key in ("decoder", "cross") else "tokens",
-        cols="decoder_tokens" if key == "decoder" else "tokens",
-        layer_ids=tuple(int(i) for i in (layer_ids or range(array.shape[0]))),
-        head_ids=tuple(int(i) for i in (head_ids or range(array.shape[1]))),
-        causal=bool(causal),
-    )
-
-
-def _is_causal(array: np.ndarray) -> bool:
-    """True when no query attends to a later key (a causal mask), n > 1."""
-    n = array.shape[-1]
-    if n < 2 or array.size == 0:
-        return False
-    upper = np.triu(np.ones((n, n), dtype=bool), k=1)
-    # One layer at a time: a full (L, H, n, n) mask copy would double memory.
-    return all(not np.any(layer[:, upper]) for layer in array)
-
-
-# -- thumbnails (ModelView) ---------------------------------------------------
-
-#: Thumbnails show attention pooled to at most this many bins per side.
-MAX_THUMB_BINS = 48
-#: Float16 bytes of one matrix's thumbnails, at most.
-THUMB_BYTES = 2**20
-
-
-def bin_edges(n: int, bins: int, split: int | None = None) -> np.ndarray:
-    """Edges of at most ``bins`` contiguous token bins; ``split`` is always an edge.
-
-    Keeping the sentence-B start as an edge lets the page apply the pair
-    filters to pooled thumbnails exactly (no bin straddles both sentences).
-    """
-    if n <= bins:
-        return np.arange(n + 1)
-    if split is None or not 0 < split < n:
-        return np.unique(np.linspace(0, n, bins + 1).round().astype(np.int64))
-    first = min(bins - 1, max(1, round(bins * split / n)))
-    a = np.linspace(0, split, first + 1).round().astype(np.int64)
-    b = np.linspace(split, n, bins - first + 1).round().astype(np.int64)
-    return np.unique(np.concatenate([a, b]))
-
-
-def pool(weights: np.ndarray, row_edges: np.ndarray, col_edges: np.ndarray) -> np.ndarray:
-    """Block-pool (..., rows, cols): mean over the rows of a bin, sum over its columns.
-
-    So each pooled row still sums to 1 (a query bin's average attention to
-    each key bin), and an exact copy comes back when every bin is one token.
-    """
-    summed = np.add.reduceat(weights, row_edges[:-1], axis=-2)
-    summed = np.add.reduceat(summed, col_edges[:-1], axis=-1)
-    counts = np.diff(row_edges).astype(np.float32)
-    return (summed / counts[:, None]).astype(np.float32)
-
-
-def thumbnail_bins(matrix: AttentionMatrix) -> int:
-    layers, heads = matrix.shape[:2]
-    fit = int(np.sqrt(THUMB_BYTES / (layers * heads * WIRE_DTYPE.itemsize)))
-    return max(4, min(MAX_THUMB_BINS, fit))
-
-
-def thumbnails(attention: AttentionSet) -> tuple[bytes, list[dict[str, Any]]]:
-    """Pooled float16 thumbnails of every matrix: (bytes, index)."""
-    parts: list[bytes] = []
-    index: list[dict[str, Any]] = []
-    offset = 0
-    for m in attention.matrices:
-        layers, _, rows, cols = m.shape
-        bins = thumbnail_bins(m)
-        split = attention.sentence_b_start if attention.pair_split_applies(m.key) else None
-        row_edges = bin_edges(rows, bins, split)
-        col_edges = bin_edges(cols, bins, split)
-        data = b"".join(
-            encode_float16(pool(m.weights[layer], row_edges, col_edges)) for layer in range(layers)
-        )
-        index.append(
-            {
-                "matrix": m.key,
-                "row_edges": [int(e) for e in row_edges],
-                "col_edges": [int(e) for e in col_edges],
-                "offset": offset,
-                "nbytes": len(data),
-            }
-        )
-        parts.append(data)
-        offset += len(data)
-    return b"".join(parts), index
-
-
-# -- the views' shared base ------------------------------------------------------
+#: Names other modules and tests import from here (the data and wire modules hold them).
+__all__ = [
+    "EXPORT_BYTES",
+    "MAX_MESSAGE_BYTES",
+    "MAX_THUMB_BINS",
+    "PAIR_FILTERS",
+    "PRELOAD_BYTES",
+    "THEMES",
+    "THUMB_BYTES",
+    "WIRE_ATOL",
+    "WIRE_DTYPE",
+    "WIRE_RTOL",
+    "AttentionMatrix",
+    "AttentionSet",
+    "_AttentionView",
+    "_describe_ids",
+    "_position",
+    "_put_chunk",
+    "bin_edges",
+    "decode_float16",
+    "encode_float16",
+    "make_matrix",
+    "pool",
+    "thumbnail_bins",
+    "thumbnails",
+]
 
 
 class _AttentionView(_AttnWidget):
@@ -701,98 +457,3 @@ class _AttentionView(_AttnWidget):
                 f"({_describe_ids(ids)})."
             )
         return int(value)
-
-
-def _describe_ids(ids: Sequence[int]) -> str:
-    ids = list(ids)
-    if ids == list(range(len(ids))):
-        return f"0..{len(ids) - 1}"
-    return ", ".join(map(str, ids))
-
-
-def _position(ids: Sequence[int], value: int, name: str) -> int:
-    """Position of a layer/head id among those shown (a clear error otherwise)."""
-    if isinstance(value, bool) or int(value) not in ids:
-        raise ValueError(f"{name}={value!r} is not one of those shown ({_describe_ids(ids)}).")
-    return list(ids).index(int(value))
-
-
-def _put_chunk(out: np.ndarray, descriptor: dict[str, Any], data: bytes) -> None:
-    h0, h1 = descriptor["heads"]
-    r0, r1 = descriptor["rows"]
-    cols = out.shape[-1]
-    out[descriptor["layer"], h0:h1, r0:r1] = decode_float16(data, (h1 - h0, r1 - r0, cols))
-
-
-def _pack(
-    wanted: Iterator[tuple[AttentionMatrix, int, tuple[int, int] | None]], budget: int
-) -> tuple[bytes, list[dict[str, Any]]]:
-    """Chunks of the wanted (matrix, layer, heads) blocks, in order, until ``budget`` bytes."""
-    parts: list[bytes] = []
-    index: list[dict[str, Any]] = []
-    offset = 0
-    seen: set[tuple[str, int]] = set()
-    for m, layer, heads in wanted:
-        if (m.key, layer) in seen:
-            continue
-        if heads is None:
-            seen.add((m.key, layer))
-        for descriptor, data in m.chunks(layer, heads):
-            if offset + len(data) > budget:
-                return b"".join(parts), index  # the page asks for the rest
-            index.append({**descriptor, "offset": offset, "nbytes": len(data)})
-            parts.append(data)
-            offset += len(data)
-    return b"".join(parts), index
-
-
-def _everything(
-    attention: AttentionSet, covered: frozenset[str] = frozenset()
-) -> Iterator[tuple[AttentionMatrix, int, None]]:
-    for m in attention.matrices:
-        if m.key in covered:
-            continue
-        for layer in range(m.shape[0]):
-            yield m, layer, None
-
-
-def _preload(
-    attention: AttentionSet,
-    first: AttentionMatrix,
-    layer: int,
-    head: int | None,
-    budget: int = MAX_MESSAGE_BYTES,
-    covered: frozenset[str] = frozenset(),
-) -> tuple[bytes, list[dict[str, Any]]]:
-    """The initial state's attention: all of it when small, else what is shown first.
-
-    ``budget`` bounds the bytes (the whole initial state is one message);
-    matrices in ``covered`` are left out (the page has them already).
-    """
-    total = sum(m.nbytes() for m in attention.matrices if m.key not in covered)
-    if total <= min(PRELOAD_BYTES, budget):
-        return _pack(_everything(attention, covered), budget)
-    if layer < 0 or first.key in covered:
-        return b"", []
-    heads = None if head is None else (head, head + 1)
-    return _pack(iter([(first, layer, heads)]), budget)
-
-
-def _export_order(
-    attention: AttentionSet, first: AttentionMatrix, layer: int
-) -> Iterator[tuple[AttentionMatrix, int]]:
-    """What a saved page records, in order: the shown layer, then every layer of every matrix."""
-    if layer >= 0:
-        yield first, layer
-    for m in attention.matrices:
-        for other in range(m.shape[0]):
-            if (m.key, other) != (first.key, layer):
-                yield m, other
-
-
-def _attention_messages(
-    m: AttentionMatrix, layer: int, heads: tuple[int, int]
-) -> Iterator[tuple[dict[str, Any], bytes]]:
-    """The kernel's reply to a request for ``heads`` of ``layer``: (content, float16 bytes)."""
-    for descriptor, data in m.chunks(layer, heads):
-        yield {"type": "attention", **descriptor, "dtype": "float16"}, data
