@@ -62,92 +62,62 @@ trait                 type         meaning
                                    drawn, 0 … 1 (synced)
 ====================  ===========  ===========================================
 
-Custom messages (anywidget ``model.send`` / ``widget.send``):
-
-- page → kernel ``{"type": "compute", "id": int, "version": int, "method":
-  str, "layer": int, "token": int}``; kernel → page, while it works,
-  ``{"type": "progress", "id", "done", "total"}`` (at most ~7 a second), then
-  ``{"type": "paths", "id", "version", "method", "layer", "token", "shape":
-  [L, n], "counts": [L ints], "signed", "note", "floor", "dropped"}`` with
-  four buffers: ``nodes`` float32 (L+1, n); edge ``index`` uint32 (E,) (``i·n +
-  j`` of the edge ``(l, i) → (l−1, j)``, grouped by edge layer l = 1 … L as
-  ``counts`` says); edge ``value`` float32 (E,); ``totals`` float32 (L,) the
-  sum of |contribution| of each edge layer (of all edges, also those left
-  out). Edges below ``floor`` × their layer's total are left out (``dropped``
-  counts them) so that no reply exceeds :data:`MAX_MESSAGE_BYTES`.
-- page → kernel ``{"type": "request", "version", "layer": l}`` (0-based
-  attention layer); kernel → page ``{"type": "layer", "version", "layer": l}``
-  with the float32 (n, n) ``W`` of that layer as its buffer.
-- kernel → page ``{"type": "stale", "id", "version"}``: a ``compute`` for an
-  older ``version`` (the explanation or stack changed meanwhile): the page
-  drops it and asks for its current selection. A stale ``request`` gets no
-  reply (the page asks for the new data's layers itself).
-- kernel → page ``{"type": "error", "id"?, "message"}``: the page shows it.
+Custom messages (``compute``, ``progress``, ``paths``, ``request``, ``layer``,
+``stale``, ``error``) are described and typed in
+:mod:`attnwidget.views._flow_messages`; every array is encoded by
+:mod:`attnwidget.views._buffers`.
 """
 
 from __future__ import annotations
 
-import logging
 import os
-import time
 from collections import OrderedDict
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import traitlets
 
-from ..errors import TooLargeError, UnknownMethodError
 from ..explanation import Explanation
-from ..methods._graph import HEAD_FUSIONS, as_attention_array, fuse_heads
-from ._paths import (
-    PathResult,
-    compute_paths,
-    get_path_method,
-    path_methods,
-    stack_explanation,
-    stack_problem,
-    stacks,
-)
-from ._attention import MAX_MESSAGE_BYTES, PRELOAD_BYTES
+from ..methods._graph import HEAD_FUSIONS
+from ._attention import PRELOAD_BYTES
 from ._base import _AttnWidget
 from ._buffers import decode_float32, encode_float32
+from ._flow_messages import (
+    EDGE_FLOOR,
+    MAX_PATH_EDGES,
+    PROGRESS_INTERVAL,
+    _FlowMessages,
+    decode_paths,
+    encode_paths,
+)
+from ._flow_stack import MAX_TOKENS, _caption, _Shown, method_error, prepare_stack
+from ._paths import PathResult, compute_paths, get_path_method, stacks
 
-log = logging.getLogger(__name__)
+#: Kept importable from here (tests and users import them from this module).
+__all__ = [
+    "CACHE_SIZE",
+    "EDGE_FLOOR",
+    "EXPORT_BYTES",
+    "LOCAL_METHODS",
+    "MAX_PATH_EDGES",
+    "MAX_TOKENS",
+    "PROGRESS_INTERVAL",
+    "FlowView",
+    "_caption",
+    "decode_paths",
+    "encode_paths",
+]
 
 #: Methods the page computes from ``fused`` itself (instantly, and in saved HTML).
 LOCAL_METHODS: tuple[str, ...] = ("raw", "rollout")
-#: The largest input drawn (n rows of nodes; one float32 layer, 4 MiB, must fit a message).
-MAX_TOKENS = 1024
-#: Path edges whose |contribution| is at most this share of their layer's total
-#: are not sent (invisible at any threshold the slider offers).
-EDGE_FLOOR = 1e-6
-#: At most this many path edges per reply (8 bytes each).
-MAX_PATH_EDGES = (MAX_MESSAGE_BYTES - 2**20) // 8
 #: Results kept per view (a flow computation can take seconds).
 CACHE_SIZE = 16
-#: Seconds between two progress messages.
-PROGRESS_INTERVAL = 0.15
 #: The bytes of attention a saved page (``to_html``) embeds at most.
 EXPORT_BYTES = 64 * 2**20
 
 
-@dataclass(frozen=True)
-class _Shown:
-    """One stack of one explanation, ready to show (computed before any trait changes)."""
-
-    stack: str
-    explanation: Explanation  # the stack's view (stack_explanation)
-    fused: np.ndarray  # float32 (L, n, n)
-    methods: list[str]
-    method: str
-    query: int
-    caption: str
-
-
-class FlowView(_AttnWidget):
+class FlowView(_FlowMessages, _AttnWidget):
     """The token-to-token flow diagram across layers, one method's paths highlighted.
 
     In the page: click a node (a token label on the left = input token, on the
@@ -288,35 +258,13 @@ class FlowView(_AttnWidget):
 
     def _prepare(self, explanation: Explanation, stack: str, method: str | None) -> _Shown:
         """Check and compute what showing ``stack`` of ``explanation`` needs; change nothing."""
-        problem = stack_problem(explanation, stack)
-        if problem is not None:
-            raise traitlets.TraitError(problem)
-        shown = stack_explanation(explanation, stack)
-        n = len(shown.tokens)
-        if n > MAX_TOKENS:
-            where = "" if stack == "encoder" else f" ({stack} stack)"
-            raise TooLargeError(
-                f"FlowView draws at most {MAX_TOKENS} tokens; this input has {n}{where}. Explain "
-                "a shorter text (or a part of it), or use SaliencyView / HeadView."
-            )
-        names = path_methods(explanation, stack)
-        if method is not None and method not in names:
-            raise self._method_error(method, names, stack, explanation)
-        wanted = method or self.method
-        if wanted not in names:
-            wanted = "rollout"
-        fused = fuse_heads(as_attention_array(shown.attentions), self.head_fusion)
-        # The encoder of an encoder–decoder model has no query row: the query is a decoder position.
-        has_query = stack == "decoder" or explanation.decoder_tokens is None
-        query = int(shown.query_index) if has_query else -1
-        return _Shown(
-            stack=stack,
-            explanation=shown,
-            fused=fused.astype(np.float32),
-            methods=names,
-            method=wanted,
-            query=query,
-            caption=_caption(explanation, stack),
+        return prepare_stack(
+            explanation,
+            stack,
+            method,
+            current=self.method,
+            head_fusion=self.head_fusion,
+            max_tokens=MAX_TOKENS,  # read here, so a test can lower it on this module
         )
 
     def _commit(self, shown: _Shown, *, keep_selection: bool) -> None:
@@ -422,66 +370,6 @@ class FlowView(_AttnWidget):
             self._cache.popitem(last=False)
         return result
 
-    # -- messages -------------------------------------------------------------
-
-    def _on_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
-        if not isinstance(content, dict):
-            return
-        kind = content.get("type")
-        if kind in ("compute", "request") and content.get("version", self.version) != self.version:
-            # Asked before the explanation or stack changed: the page asks again.
-            if kind == "compute":
-                self.send({"type": "stale", "id": content.get("id"), "version": self.version})
-            return
-        try:
-            if kind == "compute":
-                progress = _throttled(
-                    lambda done, total: self.send(
-                        {"type": "progress", "id": content.get("id"), "done": done, "total": total}
-                    )
-                )
-                reply, buffers = self._compute_reply(content, progress=progress)
-            elif kind == "request":
-                reply, buffers = self._layer_reply(content)
-            else:
-                return
-        except Exception as error:  # never raise into the comm: the page shows it
-            log.warning("attnwidget FlowView: cannot serve %r: %s", content, error)
-            reply, buffers = (
-                {"type": "error", "id": content.get("id"), "message": str(error)},
-                [],
-            )
-        self.send(reply, buffers=[memoryview(b) for b in buffers])
-
-    def _compute_reply(
-        self, content: dict[str, Any], progress: Callable[[int, int], None] | None = None
-    ) -> tuple[dict[str, Any], list[bytes]]:
-        """Answer a ``compute`` request: (reply JSON, its four buffers)."""
-        version = content.get("version", self.version)
-        if version != self.version:
-            raise ValueError(
-                f"the request is for data version {version}, the view shows {self.version}."
-            )
-        method = content.get("method")
-        if not isinstance(method, str) or method not in self.methods:
-            raise self._method_error(str(method), list(self.methods))
-        layer = self._check_layer(_as_int(content.get("layer"), "layer"))
-        token = self._check_token(_as_int(content.get("token"), "token"))
-        if token < 0:
-            raise ValueError("token must be a token index, not -1.")
-        result = self._paths(method, layer, token, progress=progress)
-        meta, buffers = encode_paths(result)
-        meta.update({"type": "paths", "id": content.get("id"), "version": self.version})
-        return meta, buffers
-
-    def _layer_reply(self, content: dict[str, Any]) -> tuple[dict[str, Any], list[bytes]]:
-        layer = _as_int(content.get("layer"), "layer")
-        layers = self.shape[0]
-        if not 0 <= layer < layers:
-            raise ValueError(f"layer {layer} out of range 0..{layers - 1}")
-        data, _shape = encode_float32(self._fused[layer])
-        return {"type": "layer", "version": self.version, "layer": layer}, [data]
-
     # -- export ---------------------------------------------------------------
 
     def to_html(
@@ -521,24 +409,7 @@ class FlowView(_AttnWidget):
         explanation: Explanation | None = None,
     ) -> Exception:
         stack = stack or (self._shown.stack if self._shown else "encoder")
-        explanation = explanation or self._explanation
-        try:
-            spec = get_path_method(method)
-        except UnknownMethodError:
-            spec = None
-        if spec is not None and stack != "encoder" and spec.applies(explanation):
-            why = (
-                f"the {stack} stack lacks what it needs: its data is captured for the encoder "
-                "only; use stack='encoder'"
-            )
-        elif spec is not None:
-            why = "it needs data this explanation lacks"
-        else:
-            why = "it is not a path method" if method in _registered() else "it is not a method"
-        return traitlets.TraitError(
-            f"method={method!r} is not available ({why}); this view has: "
-            f"{', '.join(map(repr, names))}."
-        )
+        return method_error(method, names, stack, explanation or self._explanation)
 
     def _check_layer(self, value: Any) -> int:
         layers = self.shape[0]
@@ -609,125 +480,3 @@ class FlowView(_AttnWidget):
             f"selected=({self.selected_layer}, {self.selected_token}), "
             f"threshold={self.threshold})"
         )
-
-
-def encode_paths(
-    result: PathResult, max_edges: int = MAX_PATH_EDGES
-) -> tuple[dict[str, Any], list[bytes]]:
-    """A :class:`PathResult` as the ``paths`` reply: (JSON part, four buffers).
-
-    Edges whose |contribution| is at most :data:`EDGE_FLOOR` × their layer's
-    total are left out; if more than ``max_edges`` remain, the smallest shares
-    are left out too (the reply's ``floor`` says below which share).
-    """
-    edges = result.edges
-    layers, n = edges.shape[0], edges.shape[-1]
-    magnitude = np.abs(edges).reshape(layers, -1)
-    totals = magnitude.sum(axis=1)
-    share = np.divide(
-        magnitude, totals[:, None], out=np.zeros_like(magnitude), where=totals[:, None] > 0
-    )
-    keep = share > EDGE_FLOOR
-    floor = EDGE_FLOOR
-    if int(keep.sum()) > max_edges:
-        floor = float(np.partition(share[keep], -max_edges)[-max_edges])
-        keep &= share >= floor
-        # Ties at the floor could still exceed the budget: cut them by position.
-        over = int(keep.sum()) - max_edges
-        if over > 0:
-            ties = np.flatnonzero((share == floor).ravel() & keep.ravel())[:over]
-            keep.ravel()[ties] = False
-    counts = keep.sum(axis=1)
-    layer_of, flat = np.nonzero(keep)
-    values = edges.reshape(layers, -1)[layer_of, flat]
-    meta = {
-        "method": result.method,
-        "layer": result.layer,
-        "token": result.token,
-        "shape": [layers, n],
-        "counts": [int(c) for c in counts],
-        "signed": bool(result.signed),
-        "note": result.note,
-        "floor": floor,
-        "dropped": int((magnitude > 0).sum() - counts.sum()),
-        "dtype": "float32",
-    }
-    buffers = [
-        np.ascontiguousarray(result.nodes, dtype="<f4").tobytes(),
-        np.ascontiguousarray(flat, dtype="<u4").tobytes(),
-        np.ascontiguousarray(values, dtype="<f4").tobytes(),
-        np.ascontiguousarray(totals, dtype="<f4").tobytes(),
-    ]
-    return meta, buffers
-
-
-def decode_paths(meta: dict[str, Any], buffers: list[Any]) -> dict[str, np.ndarray]:
-    """The inverse of :func:`encode_paths`: ``nodes`` (L+1, n) and dense ``edges`` (L, n, n)."""
-    layers, n = meta["shape"]
-    nodes = np.frombuffer(bytes(buffers[0]), dtype="<f4").reshape(layers + 1, n)
-    index = np.frombuffer(bytes(buffers[1]), dtype="<u4")
-    values = np.frombuffer(bytes(buffers[2]), dtype="<f4")
-    totals = np.frombuffer(bytes(buffers[3]), dtype="<f4")
-    edges = np.zeros((layers, n * n), dtype=np.float32)
-    start = 0
-    for layer, count in enumerate(meta["counts"]):
-        edges[layer, index[start : start + count]] = values[start : start + count]
-        start += count
-    return {"nodes": nodes, "edges": edges.reshape(layers, n, n), "totals": totals}
-
-
-def _registered() -> list[str]:
-    from ..methods.registry import available_methods
-
-    return available_methods()
-
-
-def _as_int(value: Any, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"{name} must be an int, got {value!r}")
-    return value
-
-
-def _throttled(send: Callable[[int, int], None]) -> Callable[[int, int], None]:
-    """Call ``send`` at most every :data:`PROGRESS_INTERVAL` seconds (and at the end)."""
-    last = [0.0]
-
-    def progress(done: int, total: int) -> None:
-        now = time.monotonic()
-        if done >= total or now - last[0] >= PROGRESS_INTERVAL:
-            last[0] = now
-            send(done, total)
-
-    return progress
-
-
-def _caption(explanation: Explanation, stack: str) -> str:
-    """What is explained, and for encoder–decoder models which stack is drawn."""
-    parts = []
-    if explanation.target is not None:
-        target = f"target {explanation.target!r}"
-        probs = explanation.probabilities
-        if probs is not None and explanation.target_id is not None:
-            if 0 <= explanation.target_id < probs.shape[-1]:
-                target += f" (p = {float(probs[explanation.target_id]):.3g})"
-        parts.append(target)
-    decoder = explanation.decoder_tokens
-    q = explanation.query_index
-    if decoder is None:
-        parts.append(f"query #{q} {explanation.tokens[q]!r}")
-    else:
-        parts.append(
-            f"{'query' if stack == 'decoder' else 'at decoder position'} #{q} {decoder[q]!r}"
-        )
-    text = "Explaining " + ", ".join(parts) + "."
-    if decoder is None:
-        return text
-    drawn = (
-        "the decoder's self-attention over the decoder tokens"
-        if stack == "decoder"
-        else "the encoder's self-attention over the input tokens"
-    )
-    return (
-        f"{text} Drawn: {drawn}; cross-attention (decoder → encoder) is not drawn "
-        "(HeadView(exp, matrix='cross') shows it)."
-    )
