@@ -6,7 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import AttentionShapeError
+from ..errors import AttentionShapeError, InputError
+from ..relevance.chefer import run_chefer_relevance
 from ..relevance.lrp import run_lrp
 from ._graph import as_attention_array
 from .registry import ScoreContext, register
@@ -87,30 +88,59 @@ def chefer2021_maps(
     return maps
 
 
+#: Where ``R^{A_l}`` comes from: "paper" (the authors' own LRP rules, default)
+#: or "attnlrp" (AttnLRP's, the relevance of the "lrp" method).
+RELEVANCES = ("paper", "attnlrp")
+DEFAULT_RELEVANCE = "paper"
+
+
 @register(
     "chefer2021",
     needs={"attention_grads", "target_score"},
-    summary="LRP relevance × gradient of every attention map, rolled out over the layers.",
+    summary=(
+        "Relevance × gradient of every attention map, rolled out over the layers; "
+        "relevance by the paper's LRP rules (relevance='attnlrp': AttnLRP's)."
+    ),
     reference=(
         "Chefer, Gur & Wolf (2021), Transformer Interpretability Beyond Attention "
-        "Visualization, CVPR; relevance from AttnLRP (Achtibat et al., 2024, ICML)."
+        "Visualization, CVPR; option relevance='attnlrp': AttnLRP (Achtibat et al., 2024, ICML)."
     ),
 )
 def _score_chefer2021(context: ScoreContext) -> tuple[np.ndarray, dict[str, Any]]:
-    """Options: ``start_layer`` (default 0), ``epsilon`` (of the LRP pass).
+    """Options: ``start_layer`` (default 0, all layers), ``relevance`` ("paper",
+    default, or "attnlrp") and, with "attnlrp" only, ``epsilon`` of its pass.
 
-    ``R^{A_l}`` comes from the AttnLRP pass (the same one as "lrp"), divided by
-    the target logit so that it is the relevance of a unit target, as in the
-    authors' code; ``∇A_l`` is the plain gradient of the capture.
+    ``relevance="paper"``: ``R^{A_l}`` from one pass of the authors' rules
+    (:func:`attnwidget.relevance.chefer.run_chefer_relevance`: α1β0 on linear
+    layers, LayerNorm/GELU/softmax passed unchanged, residual additions split
+    and re-normalised, attention matmuls halved), started from a one-hot at
+    the target as in their code. ``relevance="attnlrp"``: from the AttnLRP
+    pass (the same one as "lrp"), divided by the target logit so that it is
+    the relevance of a unit target. ``∇A_l`` is the capture's plain gradient.
     """
     options = dict(context.options.get("chefer2021", {}))
     start_layer = options.pop("start_layer", DEFAULT_START_LAYER)
-    result = run_lrp(context.target_score, **options)
-    y = result.target_score
-    unit = result.attention_relevance / (y if abs(y) > 1e-12 else np.copysign(1e-12, y))
+    relevance = options.pop("relevance", DEFAULT_RELEVANCE)
+    if relevance == "paper":
+        if options:
+            raise InputError(
+                f"chefer2021 with relevance='paper' takes no option(s) {sorted(options)}; "
+                "epsilon belongs to relevance='attnlrp'."
+            )
+        unit = run_chefer_relevance(context.target_score).attention_relevance
+    elif relevance == "attnlrp":
+        result = run_lrp(context.target_score, **options)
+        y = result.target_score
+        unit = result.attention_relevance / (y if abs(y) > 1e-12 else np.copysign(1e-12, y))
+    else:
+        raise InputError(
+            f"chefer2021: relevance={relevance!r} is not one of {RELEVANCES}; 'paper' is "
+            "Chefer, Gur & Wolf's own LRP rules, 'attnlrp' AttnLRP's."
+        )
     maps = chefer2021_maps(context.attention_grads, unit, start_layer=start_layer)
     matrix = np.eye(maps.shape[-1])
     for layer_map in maps:
         matrix = layer_map @ matrix
     # The factors travel in details so the flow view can draw chefer2021 paths.
-    return context.query_row(matrix), {"start_layer": start_layer, "layer_maps": maps}
+    details = {"start_layer": start_layer, "relevance": relevance, "layer_maps": maps}
+    return context.query_row(matrix), details

@@ -1,0 +1,19 @@
+"""Chefer, Gur & Wolf's LRP relevance (CVPR 2021) on stock Hugging Face encoders.
+
+The relevance that "chefer2021" multiplies with the attention gradients, by
+the paper's own rules (α1β0 on linear layers; LayerNorm, activations and
+softmax passed unchanged; two-input operations split by gradient × input,
+residual additions re-normalised, attention matmuls halved), run as one
+modified backward pass.
+
+Modules: :mod:`.rules` (the rules as autograd functions), :mod:`.attention`
+(the attention function), :mod:`.engine` (install them for one pass, check
+the path, restore the model), :mod:`.result` (:func:`run_chefer_relevance`).
+"""
+
+from __future__ import annotations
+
+from .engine import CheferRecorder, chefer_rules
+from .result import CheferRelevance, run_chefer_relevance
+
+__all__ = ["CheferRecorder", "CheferRelevance", "chefer_rules", "run_chefer_relevance"]

@@ -1,0 +1,121 @@
+"""The attention function that runs the paper's rules inside softmax attention.
+
+Registered with transformers' ``AttentionInterface`` (and the eager mask)
+under :data:`IMPLEMENTATION`, so a stock model switches to it with
+``set_attn_implementation`` for one pass and back again. It computes what
+the eager implementation computes::
+
+    A = softmax(scaling · Q Kᵀ + mask)      (H, n, n), returned
+    O = A V                                  (H, n, d_head)
+
+and, backwards (Chefer, Gur & Wolf, CVPR 2021): ``O = A V`` split by
+gradient × input into ``R_A`` and ``R_V``, each halved; the halved ``R_A``
+is what reaches the returned ``A``: the "gradient" a pass finds there *is*
+the paper's attention relevance ``R^{A_l}`` (their "cam"); softmax, the mask
+addition and the scaling pass it unchanged; ``Q Kᵀ`` is split into ``R_Q``,
+``R_K``, each halved. The mask addition passes ``R`` unchanged: the authors'
+two-input rule gives the mask nothing where it is 0 (no padding, the case
+:func:`attnwidget.explain` runs) and next to nothing where it is large and
+negative (``A`` and so ``R_A`` are ≈ 0 there).
+"""
+
+from __future__ import annotations
+
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+
+from ...errors import ModelNotSupportedError
+from .rules import matmul_split, pass_through
+
+#: Name under which the function is registered with transformers.
+IMPLEMENTATION = "attnwidget_chefer2021"
+
+_HINT = 'use method_options={"chefer2021": {"relevance": "attnlrp"}} for AttnLRP relevance.'
+
+
+@dataclass
+class AttentionCalls:
+    """The attention modules called during one pass, in call order."""
+
+    modules: list[nn.Module] = field(default_factory=list)
+
+
+_ACTIVE: ContextVar[AttentionCalls | None] = ContextVar("attnwidget_chefer_pass", default=None)
+
+
+def active_pass() -> ContextVar[AttentionCalls | None]:
+    """The context variable holding the running pass's record (None: plain eager)."""
+    return _ACTIVE
+
+
+_UNSUPPORTED = ("s_aux", "softcap", "sinks", "head_mask")
+
+
+def chefer_attention(
+    module: nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    scaling: float | None = None,
+    dropout: float = 0.0,
+    **kwargs: Any,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Eager softmax attention with the paper's relevance rules (module docstring).
+
+    Shapes: query (B, H, n, d), key and value (B, H_kv, m, d), H a multiple of
+    H_kv (grouped heads are repeated: a fan-out, whose relevance is summed);
+    additive mask broadcastable to (B, H, n, m). Returns ``(output (B, n, H,
+    d), attention (B, H, n, m))`` like transformers' eager functions. No
+    dropout (eval mode). Cross-attention, caches, sinks and soft-capping are
+    refused: the paper's rules cover self-attention only.
+    """
+    calls = _ACTIVE.get()
+    for name in _UNSUPPORTED:
+        if kwargs.get(name) is not None:
+            raise ModelNotSupportedError(
+                f"{type(module).__name__}: attention with {name!r} has no rule of Chefer, Gur & "
+                f"Wolf (2021); {_HINT}"
+            )
+    if calls is not None and key.shape[-2] != query.shape[-2]:
+        raise ModelNotSupportedError(
+            f"{type(module).__name__} attends from {query.shape[-2]} to {key.shape[-2]} "
+            f"positions (cross-attention or a cache); the paper's rules cover self-attention; "
+            f"{_HINT}"
+        )
+    if scaling is None:
+        scaling = query.shape[-1] ** -0.5
+    heads = query.shape[1]
+    if key.shape[1] != heads:
+        if heads % key.shape[1]:
+            raise ModelNotSupportedError(
+                f"{heads} query heads cannot share {key.shape[1]} key/value heads evenly."
+            )
+        key = key.repeat_interleave(heads // key.shape[1], dim=1)
+        value = value.repeat_interleave(heads // value.shape[1], dim=1)
+    # Q·Kᵀ unscaled, as in the authors' code (the split does not depend on a
+    # scale factor, apart from the stabiliser); then scaling, mask and softmax,
+    # all of which pass relevance unchanged.
+    raw = matmul_split(query, key.transpose(-1, -2), 0.5)
+    logits = raw.detach() * scaling
+    if attention_mask is not None:
+        logits = logits + attention_mask
+    weights = torch.softmax(logits, dim=-1, dtype=torch.promote_types(logits.dtype, torch.float32))
+    weights = pass_through(raw, weights.to(query.dtype))
+    output = matmul_split(weights, value, 0.5)
+    if calls is not None:
+        calls.modules.append(module)
+    return output.transpose(1, 2).contiguous(), weights
+
+
+def register() -> None:
+    """Register :func:`chefer_attention` and the eager mask under :data:`IMPLEMENTATION`."""
+    from transformers import AttentionInterface
+    from transformers.masking_utils import AttentionMaskInterface, eager_mask
+
+    AttentionInterface.register(IMPLEMENTATION, chefer_attention)
+    AttentionMaskInterface.register(IMPLEMENTATION, eager_mask)

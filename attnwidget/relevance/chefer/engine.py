@@ -1,0 +1,363 @@
+"""Install Chefer, Gur & Wolf's LRP rules on a stock model for one pass.
+
+:func:`chefer_rules` is a context manager: inside it, one ordinary forward
+pass and one backward pass seeded with gradient 1 at the target logit (the
+authors' one-hot start) compute the paper's relevance as the gradient
+(Chefer, Gur & Wolf, CVPR 2021; rules in :mod:`.rules`). The blocks are
+recognised by structure, not by ``config.model_type``:
+
+* **modules**: ``nn.Linear`` and GPT-2's ``Conv1D`` get the α1β0 rule,
+  ``LayerNorm`` and activation modules pass relevance unchanged (forward
+  hooks that return the same value wrapped in the rule);
+* **attention**: transformers' attention interface is switched to
+  :func:`.attention.chefer_attention` (matmul splits, halving);
+* **operations written inline** in a parent's forward are rewired where they
+  are consumed: before a LayerNorm, a linear layer or a block (a child of a
+  ``ModuleList``) runs, its input is *resolved*: if it is ``a + b`` of two
+  tensors the pass already knows (outputs of rules, block inputs), it is
+  replaced by the same value from :func:`.rules.residual_add` (BERT's
+  ``LayerNorm(dense(x) + input)``, GPT-2's ``x + attn(ln_1(x))``); if it is
+  ``tanh``/``gelu``/``relu`` of a known tensor (RoBERTa's classification
+  head), by the same value passing relevance through. The values are
+  checked to be identical first.
+
+After the forward, every operation between the target and the first block's
+input is checked: rules, permutations, selections, reshapes and fan-out only
+(:data:`STRUCTURAL`). Anything else would receive its plain gradient, which
+is not the paper's relevance, so the pass is refused with
+:class:`ModelNotSupportedError` naming it. Leaf modules of unknown classes
+are refused before anything is installed. On exit, also after an error, the
+attention implementation and the hooks are what they were.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+from torch.utils.hooks import RemovableHandle
+
+from ...capture.state import _all_configs
+from ...errors import ModelNotSupportedError
+from .attention import _HINT, IMPLEMENTATION, AttentionCalls, active_pass, register
+from .rules import NODE_NAMES, alpha_beta, pass_through, residual_add
+
+register()
+
+#: Linear layers (α1β0); GPT-2's ``Conv1D`` keeps its weight transposed.
+LINEAR = frozenset({"Linear", "Conv1D"})
+#: Leaf modules that pass relevance unchanged (LayerNorm and activations).
+PASS = frozenset(
+    {
+        "LayerNorm",
+        "GELUActivation",
+        "NewGELUActivation",
+        "FastGELUActivation",
+        "GELUTanh",
+        "AccurateGELUActivation",
+        "QuickGELUActivation",
+        "SiLUActivation",
+        "GELU",
+        "SiLU",
+        "Tanh",
+        "ReLU",
+        "LeakyReLU",
+    }
+)
+#: Leaf modules with no effect on relevance in eval mode (embeddings sit below
+#: the first block, which is where the pass ends).
+PASSIVE = frozenset({"Dropout", "Identity"})
+
+#: Autograd nodes whose plain gradient moves, selects or sums relevance
+#: correctly: permutations, selections, reshapes, concatenation and fan-out.
+STRUCTURAL = frozenset(
+    {
+        "ViewBackward0",
+        "UnsafeViewBackward0",
+        "ReshapeAliasBackward0",
+        "AliasBackward0",
+        "TransposeBackward0",
+        "TransposeBackward1",
+        "TBackward0",
+        "PermuteBackward0",
+        "SelectBackward0",
+        "SliceBackward0",
+        "IndexBackward0",
+        "IndexSelectBackward0",
+        "CloneBackward0",
+        "ExpandBackward0",
+        "SqueezeBackward0",
+        "SqueezeBackward1",
+        "SqueezeBackward2",
+        "UnsqueezeBackward0",
+        "SplitBackward0",
+        "SplitWithSizesBackward0",
+        "UnbindBackward0",
+        "CatBackward0",
+        "StackBackward0",
+        "ToCopyBackward0",
+    }
+)
+
+#: Inline element-wise activations recognised between two modules.
+_ACTIVATIONS: dict[str, Callable[[Any], Callable[[torch.Tensor], torch.Tensor]]] = {
+    "TanhBackward0": lambda _node: torch.tanh,
+    "ReluBackward0": lambda _node: torch.relu,
+    "GeluBackward0": lambda node: (
+        lambda z: nn.functional.gelu(z, approximate=getattr(node, "_saved_approximate", "none"))
+    ),
+}
+
+_WHY = {
+    "AddBackward0": "an addition whose two inputs are not both outputs of rules (a residual "
+    "connection this engine could not match)",
+    "MulBackward0": "a product (a gate, a scale or a rotary embedding)",
+    "AccumulateGrad": "the input embeddings, reached without passing the first block",
+}
+
+
+@dataclass
+class CheferRecorder:
+    """What one pass of the paper's rules records.
+
+    ``calls``: the attention modules in call order; ``blocks``: the blocks
+    (``ModuleList`` children holding an attention module) in call order;
+    ``block_inputs``: the (resolved) input tensor of each block, whose
+    gradient is its relevance; ``block_relevance`` is filled in the backward
+    pass, one tensor of shape (B, n) per block.
+    """
+
+    calls: AttentionCalls = field(default_factory=AttentionCalls)
+    blocks: list[nn.Module] = field(default_factory=list)
+    block_relevance: list[torch.Tensor | None] = field(default_factory=list)
+    _candidates: list[tuple[nn.Module, torch.Tensor]] = field(default_factory=list)
+    _known: dict[int, tuple[Any, torch.Tensor]] = field(default_factory=dict)
+
+    # ---- tensors the pass knows -------------------------------------------
+
+    def keep(self, tensor: torch.Tensor, node: Any = None) -> torch.Tensor:
+        """Remember ``tensor`` as the one to use for ``node`` (default: its own)."""
+        node = tensor.grad_fn if node is None else node
+        if node is not None:
+            self._known[id(node)] = (node, tensor)
+        return tensor
+
+    def _tensor_of(self, node: Any) -> torch.Tensor | None:
+        entry = self._known.get(id(node)) if node is not None else None
+        return entry[1] if entry is not None and entry[0] is node else None
+
+    def resolve(self, tensor: Any) -> Any:
+        """``tensor``, or the same value carrying the paper's rule for the inline
+        operation that produced it (residual addition or activation)."""
+        if not isinstance(tensor, torch.Tensor) or tensor.grad_fn is None:
+            return tensor
+        node = tensor.grad_fn
+        known = self._tensor_of(node)
+        if known is not None:
+            return known
+        name = type(node).__name__
+        parents = [self._tensor_of(parent) for parent, _ in node.next_functions]
+        if name == "AddBackward0" and len(parents) == 2 and None not in parents:
+            a, b = parents
+            if a.shape == b.shape == tensor.shape and torch.equal(a + b, tensor):
+                return self.keep(residual_add(a, b), node)
+        if name in _ACTIVATIONS and len(parents) == 1 and parents[0] is not None:
+            z = parents[0]
+            if z.shape == tensor.shape and torch.equal(_ACTIVATIONS[name](node)(z), tensor):
+                return self.keep(pass_through(z, tensor), node)
+        return tensor
+
+    def release(self) -> None:
+        """Drop the references to the pass's tensors."""
+        self._known.clear()
+        self._candidates.clear()
+
+
+def check_modules(model: nn.Module) -> None:
+    """Refuse leaf modules of classes the paper's rules do not cover."""
+    unknown = sorted(
+        {
+            type(m).__name__
+            for m in model.modules()
+            if not any(True for _ in m.children())
+            and not isinstance(m, nn.Embedding)
+            and type(m).__name__ not in LINEAR | PASS | PASSIVE
+        }
+    )
+    if unknown:
+        raise ModelNotSupportedError(
+            f"chefer2021 with the paper's rules (Chefer, Gur & Wolf 2021: α1β0 on linear "
+            f"layers, LayerNorm and activations passed unchanged) has no rule for the module "
+            f"class(es) {', '.join(unknown)} in {type(model).__name__}; {_HINT}"
+        )
+
+
+@contextmanager
+def chefer_rules(model: nn.Module) -> Iterator[CheferRecorder]:
+    """Context manager: the model's gradients are the paper's LRP relevance.
+
+    Use it around one forward pass (eval mode, batch of one; the thread that
+    entered it) and one backward pass from the target logit with gradient 1.
+    The gradient that reaches each returned attention map is then ``R^{A_l}``
+    (B, H, n, n). Raises :class:`ModelNotSupportedError` for structures the
+    rules do not cover (before installing anything for unknown module
+    classes; after the forward, from the path check, for inline operations).
+    """
+    check_modules(model)
+    configs = _all_configs(model)
+    saved = [(c, c.__dict__.get("_attn_implementation_internal", _MISSING)) for c in configs]
+    recorder = CheferRecorder()
+    handles: list[RemovableHandle] = []
+    token = None
+    try:
+        _switch(model, configs)
+        _install(model, recorder, handles)
+        token = active_pass().set(recorder.calls)
+        yield recorder
+    finally:
+        if token is not None:
+            active_pass().reset(token)
+        for handle in handles:
+            handle.remove()
+        recorder.release()
+        for config, value in saved:
+            if value is _MISSING:
+                config.__dict__.pop("_attn_implementation_internal", None)
+            else:
+                config._attn_implementation_internal = value
+
+
+_MISSING = object()
+
+
+def _switch(model: nn.Module, configs: list[Any]) -> None:
+    setter = getattr(model, "set_attn_implementation", None)
+    if callable(setter):
+        try:
+            setter(IMPLEMENTATION)
+            return
+        except (ValueError, NotImplementedError, AttributeError, KeyError):
+            pass  # fall back to setting the configs directly
+    for config in configs:
+        if hasattr(config, "_attn_implementation_internal"):
+            config._attn_implementation_internal = IMPLEMENTATION
+
+
+def _first(args: tuple[Any, ...], kwargs: dict[str, Any], name: str) -> tuple[Any, bool]:
+    """The first input and whether it was passed positionally."""
+    return (args[0], True) if args else (kwargs.get(name), False)
+
+
+def _resolving_pre_hook(recorder: CheferRecorder, name: str, on_block: bool = False) -> Callable:
+    def hook(module: nn.Module, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+        value, positional = _first(args, kwargs, name)
+        resolved = recorder.resolve(value)
+        if on_block and isinstance(resolved, torch.Tensor) and resolved.requires_grad:
+            recorder.keep(resolved)
+            recorder._candidates.append((module, resolved))
+        if resolved is value:
+            return args, kwargs
+        if positional:
+            return (resolved, *args[1:]), kwargs
+        return args, {**kwargs, name: resolved}
+
+    return hook
+
+
+def _install(model: nn.Module, recorder: CheferRecorder, handles: list[RemovableHandle]) -> None:
+    for module in model.modules():
+        kind = type(module).__name__
+        if kind in LINEAR:
+            transposed = kind == "Conv1D"  # weight (in, out)
+
+            def linear(mod: nn.Module, args: tuple, out: torch.Tensor, t: bool = transposed):
+                weight = mod.weight.T if t else mod.weight
+                return recorder.keep(alpha_beta(args[0], out, weight))
+
+            handles.append(
+                module.register_forward_pre_hook(
+                    _resolving_pre_hook(recorder, "input"), with_kwargs=True
+                )
+            )
+            handles.append(module.register_forward_hook(linear))
+        elif kind in PASS:
+
+            def unchanged(_mod: nn.Module, args: tuple, out: torch.Tensor) -> torch.Tensor:
+                return recorder.keep(pass_through(args[0], out))
+
+            handles.append(
+                module.register_forward_pre_hook(
+                    _resolving_pre_hook(recorder, "input"), with_kwargs=True
+                )
+            )
+            handles.append(module.register_forward_hook(unchanged))
+        elif isinstance(module, nn.ModuleList):
+            for block in module:
+                hook = _resolving_pre_hook(recorder, "hidden_states", on_block=True)
+                handles.append(block.register_forward_pre_hook(hook, with_kwargs=True))
+    handles.append(model.register_forward_hook(lambda _m, _a, out: _check(model, recorder, out)))
+
+
+def _check(model: nn.Module, recorder: CheferRecorder, output: Any) -> None:
+    """After the forward: find the blocks and check every operation on the path."""
+    called = recorder.calls.modules
+    if not called:
+        raise ModelNotSupportedError(
+            f"{type(model).__name__} never called transformers' attention interface, so the "
+            f"paper's attention rules could not be installed; {_HINT}"
+        )
+    attention_ids = {id(m) for m in called}
+    boundary = None
+    for block, tensor in recorder._candidates:
+        if any(id(m) in attention_ids for m in block.modules()) and block not in recorder.blocks:
+            recorder.blocks.append(block)
+            index = len(recorder.block_relevance)
+            recorder.block_relevance.append(None)
+
+            def keep(grad: torch.Tensor, index: int = index) -> None:
+                recorder.block_relevance[index] = grad.detach().sum(dim=-1)
+
+            tensor.register_hook(keep)
+            if len(recorder.blocks) == 1:
+                boundary = tensor.grad_fn
+    if len(recorder.blocks) != len(called):
+        raise ModelNotSupportedError(
+            f"{type(model).__name__}: found {len(recorder.blocks)} blocks for {len(called)} "
+            f"attention calls; the paper's rules need one self-attention per block; {_HINT}"
+        )
+    logits = getattr(output, "logits", None)
+    if not isinstance(logits, torch.Tensor) or logits.grad_fn is None:
+        raise ModelNotSupportedError(
+            f"{type(model).__name__} returned no differentiable logits; the paper's rules "
+            "start from a classifier or language-model head."
+        )
+    unknown = _foreign_nodes(logits.grad_fn, boundary)
+    if unknown:
+        reasons = "; ".join(f"{name} ({_WHY.get(name, 'no rule')})" for name in unknown)
+        raise ModelNotSupportedError(
+            f"{type(model).__name__}: between the first block and the logits there are "
+            f"operations without a rule of Chefer, Gur & Wolf (2021): {reasons}. Their plain "
+            f"gradient is not the paper's relevance. {_HINT[0].upper()}{_HINT[1:]}"
+        )
+
+
+def _foreign_nodes(start: Any, boundary: Any) -> list[str]:
+    """Names of autograd nodes above ``boundary`` that are neither rules nor structural."""
+    allowed = NODE_NAMES | STRUCTURAL
+    seen: set[int] = {id(boundary)}
+    stack, foreign = [start], set()
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        name = type(node).__name__
+        if name not in allowed:
+            foreign.add(name)
+            continue
+        stack.extend(parent for parent, _ in node.next_functions)
+    return sorted(foreign)
