@@ -25,6 +25,8 @@ from .errors import (
 from .explain import DEFAULT_METHODS, explain
 from .explanation import Explanation
 from .methods import (
+    MethodInfo,
+    Option,
     attention_flow,
     available_methods,
     blank_out,
@@ -32,10 +34,12 @@ from .methods import (
     grad_attention,
     input_x_gradient,
     integrated_gradients,
+    method_info,
     raw_attention,
     register,
 )
 from .methods.chefer2021 import chefer2021
+from .methods.gradients import ConvergenceWarning
 from .methods.lrp import lrp
 from .methods.rollout import rollout
 
@@ -46,14 +50,17 @@ __all__ = [
     "AttentionRowSumWarning",
     "AttentionShapeError",
     "AttnWidgetError",
+    "ConvergenceWarning",
     "Explanation",
     "Explorer",
     "FlowView",
     "HeadView",
     "InputError",
+    "MethodInfo",
     "ModelNotSupportedError",
     "ModelView",
     "NonFiniteError",
+    "Option",
     "SaliencyView",
     "TooLargeError",
     "TruncationWarning",
@@ -70,6 +77,7 @@ __all__ = [
     "input_x_gradient",
     "integrated_gradients",
     "lrp",
+    "method_info",
     "model_view",
     "raw_attention",
     "register",

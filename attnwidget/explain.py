@@ -7,11 +7,22 @@ from typing import Any, overload
 
 import numpy as np
 
-from .capture import ENCODER_DECODER, AttentionRecord, Item, capture, capture_ready, model_kind
+from .capture import (
+    ENCODER,
+    ENCODER_DECODER,
+    AttentionRecord,
+    Item,
+    capture,
+    capture_ready,
+    model_kind,
+)
+from .capture.run import _default_query
+from .capture.targets import resolve_query_index
 from .capture.tokens import encode, max_length, second_segment_start
 from .errors import InputError
 from .explanation import Explanation
-from .methods import ScoreContext, compute_scores, get_method
+from .methods import ScoreContext, available_methods, compute_scores, get_method
+from .methods.options import resolve_method_options
 from .relevance.rerun import TargetScore, target_probability
 
 #: Methods computed when ``methods=None``: everything one forward+backward gives.
@@ -64,26 +75,43 @@ def explain(
             :func:`attnwidget.available_methods`.
         query_index: the row to explain; default CLS (encoder classifiers),
             the last position (causal LMs), the mask position (masked LMs), the
-            last decoder position (encoder–decoder).
+            last decoder position (encoder–decoder). A sequence classifier's
+            logit comes from one pooled position (CLS, or the last token of a
+            GPT-2-style classifier) whatever this says, so another row is
+            refused when a method that explains the logit is requested
+            (gradient and re-run methods); attention-only methods (raw,
+            rollout, flow) may read any row.
         decoder_text: encoder–decoder only: the decoder's prefix (default:
             just the decoder start token).
         truncation: cut text longer than the model's maximum length (with a
             warning) instead of raising.
         readable_tokens: strip tokenizer markers (``Ġ``, ``##``, ``▁``).
         method_options: per-method keyword options, e.g.
-            ``{"rollout": {"head_fusion": "max"}, "integrated_gradients": {"steps": 64}}``.
+            ``{"rollout": {"head_fusion": "max"}, "integrated_gradients": {"steps": 64}}``;
+            :func:`attnwidget.method_info` lists each method's options. They
+            are checked before the model runs: options for a method that is
+            unknown or not in ``methods``, unknown option names and invalid
+            values raise :class:`InputError`. The options used, defaults
+            included, are in ``Explanation.method_options``.
 
     Returns:
         An :class:`Explanation` (or a list of them for a list of texts).
+
+    Raises:
+        UnknownMethodError: a name in ``methods`` is not registered.
+        InputError: bad text, target, query_index or method_options; the model
+            is left as it was.
     """
     texts, single = _as_list(text, "text")
     pairs = _broadcast(text_pair, len(texts), "text_pair")
     targets = target if isinstance(target, list) else [target] * len(texts)
     if len(targets) != len(texts):
         raise InputError(f"{len(targets)} targets for {len(texts)} texts; pass one per text.")
+    if isinstance(methods, str):
+        raise InputError(f"methods={methods!r} is a string; pass a list, e.g. [{methods!r}].")
     names = list(DEFAULT_METHODS if methods is None else methods)
-    for name in names:
-        get_method(name)  # unknown names fail before the model runs
+    # Unknown names and invalid options fail here, before the model runs.
+    options = resolve_method_options([get_method(name) for name in names], method_options)
     kind = model_kind(model)
     limit = max_length(model, tokenizer)
     items = [
@@ -99,6 +127,11 @@ def explain(
         )
         for t, p in zip(texts, pairs, strict=True)
     ]
+    if kind == ENCODER and query_index is not None:
+        for item in items:  # rows that cannot be a pooled position fail before the run
+            n = len(item.input_ids)
+            row = resolve_query_index(query_index, 0, n)
+            _check_pooled_row(row, (0, n - 1), names, query_index)
     explanations: list[Explanation] = []
     with capture_ready(model):
         # Group consecutive texts sharing a target so each group is one batch.
@@ -112,7 +145,12 @@ def explain(
                 query_index=query_index,
                 readable=readable_tokens,
             )
-            explanations.extend(_explanation(r, names, method_options or {}) for r in records)
+            for record in records:
+                if kind == ENCODER:  # the pooled row is known once the model has run
+                    ids, first_layer = list(record.input_ids), record.attentions[0]
+                    pooled = _default_query(ENCODER, ids, first_layer, tokenizer, 0)
+                    _check_pooled_row(record.query_index, (pooled,), names, query_index)
+            explanations.extend(_explanation(r, names, options) for r in records)
     return explanations[0] if single else explanations
 
 
@@ -176,6 +214,32 @@ def _item(
     )
 
 
+def _check_pooled_row(
+    row: int, pooled: tuple[int, ...], names: list[str], query_index: Any
+) -> None:
+    """Refuse a classifier row other than the pooled one for methods explaining the logit.
+
+    A sequence classifier's logit is computed from one pooled position, so
+    gradient and re-run methods explain that position's prediction whatever
+    ``query_index`` says, while attention methods would read row ``row``: one
+    explanation would mix two meanings.
+    """
+    if row in pooled:
+        return
+    explaining = [name for name in names if get_method(name).explains_target]
+    if not explaining:
+        return
+    readers = [name for name in available_methods() if not get_method(name).explains_target]
+    where = f"position {pooled[0]}" if len(pooled) == 1 else "its first (CLS) or last token"
+    raise InputError(
+        f"query_index={query_index} asks for row {row}, but a sequence classifier computes "
+        f"its logit from one pooled position ({where}); {', '.join(explaining)} explain "
+        f"that logit, not row {row}, so one explanation would mix two meanings. Leave "
+        "query_index unset to explain the prediction, or request only attention methods "
+        f"({', '.join(readers)}), which can read any row."
+    )
+
+
 def _explanation(
     record: AttentionRecord, names: list[str], options: dict[str, dict[str, Any]]
 ) -> Explanation:
@@ -215,4 +279,5 @@ def _explanation(
         decoder_attentions=record.decoder_attentions,
         cross_attentions=record.cross_attentions,
         details=details,
+        method_options={name: dict(values) for name, values in options.items()},
     )

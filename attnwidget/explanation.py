@@ -35,7 +35,9 @@ class Explanation:
         decoder_tokens, decoder_attentions (L, H, m, m), cross_attentions
             (L, H, m, n): encoder–decoder models only.
         details: per-method extras (e.g. integrated gradients' completeness
-            gap, flow's trivial-bound flags).
+            gap and step count, flow's trivial-bound flags).
+        method_options: method name -> the options it ran with, defaults
+            filled in (see :func:`attnwidget.method_info`).
     """
 
     tokens: list[str]
@@ -55,6 +57,7 @@ class Explanation:
     decoder_attentions: np.ndarray | None = None
     cross_attentions: np.ndarray | None = None
     details: dict[str, dict[str, Any]] = field(default_factory=dict)
+    method_options: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         n = len(self.tokens)
@@ -91,6 +94,7 @@ class Explanation:
         query_index: int = 0,
         methods: Sequence[str] | None = ("raw", "rollout"),
         sentence_b_start: int | None = None,
+        method_options: dict[str, dict[str, Any]] | None = None,
     ) -> Explanation:
         """Build an explanation from attention computed elsewhere.
 
@@ -101,8 +105,15 @@ class Explanation:
             query_index: the row to explain (default 0, the CLS position).
             methods: attention-only methods to score (any registered method
                 that needs nothing but attention, e.g. "raw", "rollout", "flow").
+            method_options: per-method options, checked as in
+                :func:`attnwidget.explain` (before anything is computed).
         """
-        from .methods import compute_scores  # local: methods import this module's deps
+        # local: the methods package imports this module's dependencies
+        from .methods import compute_scores, get_method
+        from .methods.options import resolve_method_options
+
+        names = list(methods or ())
+        options = resolve_method_options([get_method(name) for name in names], method_options)
 
         array = as_attention_array(attentions)
         tokens = [str(t) for t in tokens]
@@ -117,11 +128,14 @@ class Explanation:
             query_index=query_index if query_index >= 0 else len(tokens) + query_index,
             sentence_b_start=sentence_b_start,
         )
-        if methods:
+        if names:
             from .methods.registry import ScoreContext
 
-            context = ScoreContext(attentions=array, query_index=explanation.query_index)
-            explanation.scores, explanation.details = compute_scores(list(methods), context)
+            context = ScoreContext(
+                attentions=array, query_index=explanation.query_index, options=options
+            )
+            explanation.scores, explanation.details = compute_scores(names, context)
+            explanation.method_options = options
         return explanation
 
     def top_tokens(self, method: str, k: int = 5) -> list[tuple[str, float]]:

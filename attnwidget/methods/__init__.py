@@ -1,12 +1,13 @@
 """Explanation methods: pure functions on arrays, each registered by name.
 
 Importing this package registers every built-in method. Use
-:func:`available_methods` to list them and :func:`compute_scores` to run
-several on one captured context.
+:func:`available_methods` to list them, :func:`method_info` to read one's
+options and :func:`compute_scores` to run several on one captured context.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,12 +18,23 @@ from .blank_out import blank_out
 from .flow import attention_flow
 from .grad_attention import grad_attention
 from .gradients import input_x_gradient, integrated_gradients
+from .options import Option, resolve_method_options
 from .raw import raw_attention
-from .registry import MethodSpec, ScoreContext, available_methods, get_method, register
+from .registry import (
+    MethodInfo,
+    MethodSpec,
+    ScoreContext,
+    available_methods,
+    get_method,
+    method_info,
+    register,
+)
 from .rollout import rollout as rollout_maps
 
 __all__ = [
+    "MethodInfo",
     "MethodSpec",
+    "Option",
     "ScoreContext",
     "attention_flow",
     "available_methods",
@@ -32,6 +44,7 @@ __all__ = [
     "grad_attention",
     "input_x_gradient",
     "integrated_gradients",
+    "method_info",
     "raw_attention",
     "register",
     "rollout_maps",
@@ -46,9 +59,13 @@ def compute_scores(
     Returns ``(scores, details)``: ``scores[name]`` is float32 (n,);
     ``details[name]`` holds a method's extras when it returns any (a method
     adapter may return ``(scores, details)`` instead of plain scores).
-    Unknown names raise :class:`UnknownMethodError` before anything runs.
+    Unknown names raise :class:`UnknownMethodError` and invalid
+    ``context.options`` an :class:`InputError` before anything runs; the
+    methods see the complete options (defaults filled in; see
+    :func:`method_context`).
     """
     specs = [get_method(name) for name in names]  # validate every name first
+    context = method_context(specs, context)
     available = {"attentions"}
     if context.attention_grads is not None:
         available.add("attention_grads")
@@ -74,6 +91,17 @@ def compute_scores(
             details[spec.name] = extra
         scores[spec.name] = np.asarray(result, dtype=np.float32)
     return scores, details
+
+
+def method_context(specs: Sequence[MethodSpec], context: ScoreContext) -> ScoreContext:
+    """``context`` with its options checked for ``specs`` and completed with defaults.
+
+    Raises :class:`InputError` for options of unknown or unrequested methods,
+    unknown option names and invalid values (see
+    :func:`~attnwidget.methods.options.resolve_method_options`).
+    """
+    options = resolve_method_options(specs, context.options)
+    return dataclasses.replace(context, options=options)
 
 
 # Registers "lrp" and "chefer2021", after the methods above (registration order is

@@ -7,6 +7,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..errors import InputError
+from .options import AT_LEAST_ONE, Option
 from .registry import ScoreContext, register
 
 #: ``probability(input_ids (B, n)) -> target probability (B,)``.
@@ -57,15 +58,16 @@ def blank_out(
     summary="Drop in target probability when the token is replaced by UNK/MASK.",
     reference="Abnar & Zuidema (2020), Quantifying Attention Flow in Transformers.",
     signed=True,
+    options=(Option("batch_size", int, 64, "blanked variants per model call", **AT_LEAST_ONE),),
 )
 def _score_blank_out(context: ScoreContext) -> np.ndarray:
     if context.input_ids is None or context.blank_token_id is None:
         raise InputError("blank_out needs input ids and a blank (UNK/MASK) token id.")
-    options = context.options.get("blank_out", {})
+    options = context.options_for("blank_out")
     return blank_out(
         context.target_probability,
         context.input_ids,
         blank_id=context.blank_token_id,
         positions=context.keep_mask,
-        **options,
+        batch_size=options["batch_size"],
     )

@@ -68,6 +68,7 @@ from ._graph import (
     resolve_rows,
 )
 from ._maxflow import DEFAULT_TOL, solve
+from .options import AT_LEAST_ONE, Option, head_fusion_option, layer_option
 from .registry import ScoreContext, register
 
 #: Default memory cap for one flow computation (the graph and work arrays).
@@ -281,23 +282,47 @@ def flow_memory(num_layers: int, heads: int, n: int, *, layer: int = -1) -> tupl
     needs={"attentions"},
     summary="Max flow from the query row through the attention graph to each input token.",
     reference="Abnar & Zuidema (2020), Quantifying Attention Flow in Transformers.",
+    options=(
+        layer_option("the sources' layer (negative counts from the end)"),
+        Option("normalize", bool, True, "divide the row by its sum (the reference does)"),
+        head_fusion_option(),
+        Option("residual", bool, True, "add the 0.5·I residual (the paper)"),
+        Option(
+            "max_bytes",
+            int,
+            DEFAULT_MAX_BYTES,
+            "refuse (TooLargeError) graphs needing more memory",
+            **AT_LEAST_ONE,
+        ),
+    ),
 )
 def _score_flow(context: ScoreContext) -> tuple[np.ndarray, dict[str, object]]:
-    options = dict(context.options.get("flow", {}))
-    # An encoder–decoder query is a distribution over encoder rows (see
-    # ScoreContext.query_row): every row's flow is needed, then weighted.
+    """Flow of the query row; details: ``raw_values``, ``trivial_bound``, ``at_bound``.
+
+    An encoder–decoder query is a distribution w over encoder rows (see
+    ScoreContext.query_row), so every row's flow is computed and weighted:
+    ``raw_values = w @ F`` and ``trivial_bound = w @ τ``. ``at_bound[j]`` is
+    True when every row with nonzero weight is at its bound for token j,
+    i.e. exactly when the weighted value equals the weighted bound (each
+    term ``F[i, j] ≤ τ[i, j]``, so the sum is at its bound only if each is).
+    """
+    options = context.options_for("flow")
     weighted = context.query_weights is not None
     result = attention_flow_result(
         context.attentions,
-        layer=options.pop("layer", -1),
+        layer=options["layer"],
         rows=None if weighted else [context.query_index],
-        normalize=options.pop("normalize", True),
-        head_fusion=options.pop("head_fusion", "mean"),
-        **options,
+        normalize=options["normalize"],
+        head_fusion=options["head_fusion"],
+        residual=options["residual"],
+        max_bytes=options["max_bytes"],
     )
     if weighted:
+        rows = np.asarray(context.query_weights) > 0
         return context.query_row(result.values), {
-            "raw_values": context.query_row(result.raw_values)
+            "at_bound": result.at_bound[rows].all(axis=0),
+            "trivial_bound": context.query_row(result.trivial_bound),
+            "raw_values": context.query_row(result.raw_values),
         }
     details: dict[str, object] = {
         "at_bound": result.at_bound[0],

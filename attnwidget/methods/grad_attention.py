@@ -6,6 +6,7 @@ import numpy as np
 
 from ..errors import AttentionShapeError
 from ._graph import as_attention_array
+from .options import Option
 from .registry import ScoreContext, register
 
 
@@ -48,8 +49,20 @@ def grad_attention(attentions: object, gradients: object, *, start_layer: int = 
     needs={"attentions", "attention_grads"},
     summary="Positive gradient×attention, accumulated through the layers.",
     reference="Chefer, Gur & Wolf (2021), Generic Attention-model Explainability, ICCV.",
+    options=(
+        Option(
+            "start_layer",
+            int,
+            0,
+            "first layer included (0 = all layers)",
+            check=lambda v: v >= 0,
+            requirement="≥ 0",
+        ),
+    ),
 )
 def _score_grad_attention(context: ScoreContext) -> np.ndarray:
-    options = context.options.get("grad_attention", {})
-    relevance = grad_attention(context.attentions, context.attention_grads, **options)
+    options = context.options_for("grad_attention")
+    relevance = grad_attention(
+        context.attentions, context.attention_grads, start_layer=options["start_layer"]
+    )
     return context.query_row(relevance)

@@ -2,15 +2,29 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from ..errors import InputError, NonFiniteError
+from .options import AT_LEAST_ONE, Option
 from .registry import ScoreContext, register
 
 #: ``value_and_grad(points (B, n, d)) -> (values (B,), gradients (B, n, d))``.
 ValueAndGrad = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
+
+#: Intervals of the adaptive search's first round; each round doubles them.
+START_STEPS = 16
+#: Default cap of the adaptive search.
+DEFAULT_MAX_STEPS = 512
+#: Default relative completeness tolerance (1 %).
+DEFAULT_TOLERANCE = 0.01
+
+
+class ConvergenceWarning(UserWarning):
+    """Integrated gradients hit ``max_steps`` with the completeness gap above tolerance."""
 
 
 def input_x_gradient(embeddings: np.ndarray, gradients: np.ndarray) -> np.ndarray:
@@ -34,53 +48,110 @@ def integrated_gradients(
     embeddings: np.ndarray,
     *,
     baseline: np.ndarray | None = None,
-    steps: int = 32,
+    steps: int | None = None,
+    max_steps: int = DEFAULT_MAX_STEPS,
+    tolerance: float = DEFAULT_TOLERANCE,
     batch_size: int = 16,
-) -> tuple[np.ndarray, dict[str, float]]:
-    """Integrated gradients (Sundararajan, Taly & Yan, ICML 2017).
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """Integrated gradients (Sundararajan, Taly & Yan, ICML 2017), adaptive.
 
     ``IG_j = Σ_d (e - e')_{j,d} · ∫_0^1 ∂y/∂e_{j,d}(e' + α(e - e')) dα``, the
-    integral taken by the trapezoid rule on ``steps`` equal intervals.
+    integral taken by the trapezoid rule on equal intervals. Completeness (the
+    paper's axiom) says ``Σ_j IG_j = y(e) − y(e')``; the difference left by
+    the finite sum is the *completeness gap*.
+
+    By default the number of intervals is chosen adaptively: it starts at
+    16 and doubles until ``|gap| ≤ tolerance · max(|y(e)|, |y(e) − y(e')|)``
+    (1 % of the target logit, or of the logit's change along the path if that
+    is larger) or until doubling would pass ``max_steps``, which warns
+    (:class:`ConvergenceWarning`). The points of n intervals are a subset of
+    those of 2n, so each doubling evaluates only the n new midpoints: the
+    whole search costs ``steps + 1`` evaluations, as one run at the final
+    step count would.
 
     Args:
         value_and_grad: maps a batch of embeddings (B, n, d) to the target
             score (B,) and its gradient (B, n, d).
         embeddings: (n, d) input embeddings.
         baseline: (n, d) baseline embeddings; zeros by default.
-        steps: number of intervals of the path (≥ 1).
+        steps: a fixed number of intervals (≥ 1); disables the adaptive search.
+        max_steps: cap of the adaptive search (≥ 1).
+        tolerance: relative completeness tolerance of the search (> 0).
+        batch_size: points per call of ``value_and_grad``.
 
     Returns:
-        ``(scores (n,), info)`` where ``info`` has ``completeness_gap`` =
-        Σ_j IG_j − (y(e) − y(e')), ``target_delta`` = y(e) − y(e') and
-        ``steps``. Completeness (the axiom) says the gap is 0; a large gap
-        means more steps are needed.
+        ``(scores (n,), info)``; ``info`` has ``steps`` (intervals used),
+        ``completeness_gap`` = Σ_j IG_j − (y(e) − y(e')), ``target_delta`` =
+        y(e) − y(e'), ``target_value`` y(e), ``baseline_value`` y(e'),
+        ``tolerance``, ``converged`` (the gap is within tolerance),
+        ``adaptive`` and ``gap_history`` ([(steps, gap), …], one per round).
     """
-    if steps < 1:
-        raise InputError(f"steps={steps} must be at least 1.")
+    if steps is not None and steps < 1:
+        raise InputError(f"steps={steps} must be at least 1 (or None for the adaptive search).")
+    if max_steps < 1 or not tolerance > 0 or batch_size < 1:
+        raise InputError(
+            f"max_steps={max_steps} and batch_size={batch_size} must be at least 1 and "
+            f"tolerance={tolerance} positive."
+        )
     embeddings = np.asarray(embeddings, dtype=np.float64)
     base = np.zeros_like(embeddings) if baseline is None else np.asarray(baseline, np.float64)
     if base.shape != embeddings.shape:
         raise InputError(f"baseline {base.shape} must match embeddings {embeddings.shape}.")
-    alphas = np.linspace(0.0, 1.0, steps + 1)
-    weights = np.full(steps + 1, 1.0 / steps)
-    weights[[0, -1]] = 0.5 / steps
     delta = embeddings - base
-    grad_sum = np.zeros_like(embeddings)
-    values = np.empty(steps + 1)
-    for start in range(0, steps + 1, batch_size):
-        chunk = alphas[start : start + batch_size]
-        points = base[None] + chunk[:, None, None] * delta[None]
-        chunk_values, chunk_grads = value_and_grad(points)
-        chunk_grads = np.asarray(chunk_grads, dtype=np.float64)
-        _check_finite(chunk_grads, "integrated-gradients path gradients")
-        values[start : start + len(chunk)] = np.asarray(chunk_values, dtype=np.float64)
-        grad_sum += np.tensordot(weights[start : start + len(chunk)], chunk_grads, axes=1)
-    scores = (delta * grad_sum).sum(axis=-1)
-    target_delta = float(values[-1] - values[0])
+
+    def evaluate(alphas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Values at ``alphas`` and the sum of their gradients, end points halved."""
+        values = np.empty(alphas.size)
+        grad_sum = np.zeros_like(embeddings)
+        for start in range(0, alphas.size, batch_size):
+            chunk = alphas[start : start + batch_size]
+            points = base[None] + chunk[:, None, None] * delta[None]
+            chunk_values, chunk_grads = value_and_grad(points)
+            chunk_grads = np.asarray(chunk_grads, dtype=np.float64)
+            _check_finite(chunk_grads, "integrated-gradients path gradients")
+            values[start : start + chunk.size] = np.asarray(chunk_values, dtype=np.float64)
+            weights = np.where((chunk == 0.0) | (chunk == 1.0), 0.5, 1.0)
+            grad_sum += np.tensordot(weights, chunk_grads, axes=1)
+        return values, grad_sum
+
+    adaptive = steps is None
+    intervals = min(START_STEPS, max_steps) if steps is None else steps
+    values, grad_sum = evaluate(np.linspace(0.0, 1.0, intervals + 1))
+    # The path's end values are exact whatever the step count.
+    target_value, baseline_value = float(values[-1]), float(values[0])
+    target_delta = target_value - baseline_value
+    allowed = tolerance * max(abs(target_value), abs(target_delta))
+    history: list[tuple[int, float]] = []
+    while True:
+        scores = (delta * grad_sum).sum(axis=-1) / intervals
+        gap = float(scores.sum() - target_delta)
+        history.append((intervals, gap))
+        if not adaptive or abs(gap) <= allowed or 2 * intervals > max_steps:
+            break
+        # Doubling adds only the midpoints of the current intervals (weight 1 each).
+        midpoints = (2 * np.arange(intervals) + 1) / (2 * intervals)
+        grad_sum += evaluate(midpoints)[1]
+        intervals *= 2
+    converged = abs(gap) <= allowed
+    if adaptive and not converged:
+        warnings.warn(
+            f"integrated gradients did not converge: after {intervals} steps the completeness "
+            f"gap is {gap:.4g}, more than tolerance={tolerance:g} × {allowed / tolerance:.4g}. "
+            'Raise method_options={"integrated_gradients": {"max_steps": ...}} or the '
+            "tolerance; the scores are reported as they are.",
+            ConvergenceWarning,
+            stacklevel=2,
+        )
     info = {
-        "completeness_gap": float(scores.sum() - target_delta),
+        "steps": intervals,
+        "completeness_gap": gap,
         "target_delta": target_delta,
-        "steps": float(steps),
+        "target_value": target_value,
+        "baseline_value": baseline_value,
+        "tolerance": float(tolerance),
+        "converged": converged,
+        "adaptive": adaptive,
+        "gap_history": history,
     }
     return scores, info
 
@@ -110,7 +181,39 @@ def _score_input_x_gradient(context: ScoreContext) -> np.ndarray:
     summary="Gradients integrated along a path from a baseline embedding.",
     reference="Sundararajan, Taly & Yan (2017), Axiomatic Attribution for Deep Networks.",
     signed=True,
+    options=(
+        Option(
+            "steps",
+            (int, type(None)),
+            None,
+            "a fixed number of path intervals; None chooses it adaptively",
+            **AT_LEAST_ONE,
+        ),
+        Option(
+            "max_steps",
+            int,
+            DEFAULT_MAX_STEPS,
+            "cap of the adaptive search (steps double from 16)",
+            **AT_LEAST_ONE,
+        ),
+        Option(
+            "tolerance",
+            float,
+            DEFAULT_TOLERANCE,
+            "stop when |completeness gap| ≤ tolerance × max(|logit|, |logit − baseline logit|)",
+            check=lambda v: v > 0,
+            requirement="> 0",
+        ),
+        Option("batch_size", int, 16, "path points per model call", **AT_LEAST_ONE),
+        Option(
+            "baseline",
+            (np.ndarray, type(None)),
+            None,
+            "(n, d) baseline token embeddings; None = zeros (position and segment "
+            "embeddings are not part of the path and stay as they are)",
+        ),
+    ),
 )
-def _score_integrated_gradients(context: ScoreContext) -> tuple[np.ndarray, dict[str, float]]:
-    options = dict(context.options.get("integrated_gradients", {}))
+def _score_integrated_gradients(context: ScoreContext) -> tuple[np.ndarray, dict[str, Any]]:
+    options = context.options_for("integrated_gradients")
     return integrated_gradients(context.target_score, context.embeddings, **options)

@@ -10,15 +10,11 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ..errors import InputError
-from ..relevance.lrp import run_lrp
-from .registry import ScoreContext, register
+from ..relevance.lrp import DEFAULT_EPSILON, run_lrp
+from .options import Option
+from .registry import ScoreContext, get_method, register
 
 Embeddings = Literal["token", "input"]
-
-
-def _options(context: ScoreContext, name: str) -> dict[str, Any]:
-    return dict(context.options.get(name, {}))
 
 
 @register(
@@ -30,6 +26,23 @@ def _options(context: ScoreContext, name: str) -> dict[str, Any]:
         "Attention-Aware Layer-Wise Relevance Propagation for Transformers, ICML."
     ),
     signed=True,
+    options=(
+        Option(
+            "epsilon",
+            float,
+            DEFAULT_EPSILON,
+            "ε of the ε-rule on linear layers and norms (0 is LRP-0)",
+            check=lambda v: v >= 0,
+            requirement="≥ 0",
+        ),
+        Option(
+            "embeddings",
+            str,
+            "token",
+            "score the token embedding's share, or token + position + segment ('input')",
+            choices=("token", "input"),
+        ),
+    ),
 )
 def _score_lrp(context: ScoreContext) -> tuple[np.ndarray, dict[str, Any]]:
     """Signed token relevance; details hold the attention-map relevance for paths.
@@ -38,11 +51,9 @@ def _score_lrp(context: ScoreContext) -> tuple[np.ndarray, dict[str, Any]]:
     the token embedding's share) or "input" (token + position + segment
     embeddings at each position).
     """
-    options = _options(context, "lrp")
-    embeddings: Embeddings = options.pop("embeddings", "token")
-    if embeddings not in ("token", "input"):
-        raise InputError(f"embeddings={embeddings!r}; choose 'token' or 'input'.")
-    result = run_lrp(context.target_score, **options)
+    options = context.options_for("lrp")
+    embeddings: Embeddings = options["embeddings"]
+    result = run_lrp(context.target_score, epsilon=options["epsilon"])
     scores = result.token_relevance if embeddings == "token" else result.input_relevance
     return scores, result.details()
 
@@ -75,7 +86,8 @@ def lrp(model: Any, tokenizer: Any, text: Any, **kwargs: Any) -> Any:
     """
     from ..explain import explain
 
-    options = {k: kwargs.pop(k) for k in ("epsilon", "embeddings") if k in kwargs}
+    names = [option.name for option in get_method("lrp").options]
+    options = {k: kwargs.pop(k) for k in names if k in kwargs}
     return explain(
         model, tokenizer, text, methods=["lrp"], method_options={"lrp": options}, **kwargs
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._graph import HeadFusion, as_attention_array, fuse_heads, resolve_layer
+from .options import Option, head_fusion_option, layer_option
 from .registry import ScoreContext, register
 
 
@@ -44,10 +45,18 @@ def raw_attention(
     needs={"attentions"},
     summary="Last layer's attention from the query row, mean over heads.",
     reference="Attention weights as read by e.g. Clark et al. (2019); see Jain & Wallace (2019).",
+    options=(
+        layer_option("the layer read (negative counts from the end)"),
+        head_fusion_option(),
+        Option("head", (int, type(None)), None, "one head instead of fusing them; None fuses"),
+    ),
 )
 def _score_raw(context: ScoreContext) -> np.ndarray:
-    options = context.options.get("raw", {})
-    layer = options.get("layer", -1)
-    head_fusion = options.get("head_fusion", "mean")
-    fused = fuse_heads(context.attentions, head_fusion)
-    return context.query_row(fused[resolve_layer(layer, fused.shape[0])])
+    options = context.options_for("raw")
+    maps = raw_attention(
+        context.attentions,
+        layer=options["layer"],
+        head=options["head"],
+        head_fusion=options["head_fusion"],
+    )
+    return context.query_row(maps)

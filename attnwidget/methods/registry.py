@@ -3,7 +3,9 @@
 A method's array code lives in its own module as a pure function (e.g.
 :func:`attnwidget.methods.rollout.rollout`). What is registered here is a small
 adapter that turns the captured :class:`ScoreContext` into that function's
-inputs and returns one relevance score per input token, shape (n,).
+inputs and returns one relevance score per input token, shape (n,). Each
+method declares its keyword options (:class:`~attnwidget.methods.options.Option`);
+:func:`method_info` describes a method and its options.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import UnknownMethodError
+from .options import Option, resolve_options
 
 
 @dataclass
@@ -32,7 +35,9 @@ class ScoreContext:
     :class:`~attnwidget.relevance.rerun.TargetScore`, whose ``rerun(context)`` runs
     the example's forward+backward once more inside a caller's context manager
     (how "lrp" installs its rules).
-    ``options`` maps a method name to keyword options for it.
+    ``options`` maps a method name to its keyword options; :func:`compute_scores`
+    replaces them by the complete, validated set (defaults filled in), which
+    adapters read with :meth:`options_for`.
     """
 
     attentions: np.ndarray
@@ -47,6 +52,10 @@ class ScoreContext:
     target_probability: Callable[[np.ndarray], np.ndarray] | None = None
     options: dict[str, dict[str, Any]] = field(default_factory=dict)
     query_weights: np.ndarray | None = None
+
+    def options_for(self, name: str) -> dict[str, Any]:
+        """Method ``name``'s complete options: given ones checked, defaults filled in."""
+        return resolve_options(get_method(name), self.options.get(name))
 
     def query_row(self, matrix: np.ndarray) -> np.ndarray:
         """Read the explained row out of an (n, n) relevance matrix.
@@ -71,6 +80,100 @@ class MethodSpec:
     summary: str
     reference: str
     signed: bool = False  # True when scores can be negative (diverging colours)
+    options: tuple[Option, ...] = ()
+
+    @property
+    def explains_target(self) -> bool:
+        """True when the scores explain the target logit or probability (they need
+        gradients or re-runs of the model), False when they only read the query
+        row's attention."""
+        return bool(self.needs - {"attentions"})
+
+    def info(self) -> MethodInfo:
+        """A readable description of this method (see :func:`method_info`)."""
+        return MethodInfo(
+            name=self.name,
+            summary=self.summary,
+            reference=self.reference,
+            needs=tuple(sorted(self.needs)),
+            signed=self.signed,
+            explains=(
+                "the target's logit or probability"
+                if self.explains_target
+                else "the query row's attention"
+            ),
+            options=self.options,
+        )
+
+
+@dataclass(frozen=True)
+class MethodInfo:
+    """What :func:`method_info` returns: a method's description and its options.
+
+    Attributes:
+        name, summary, reference: the registered name, one line, the paper.
+        needs: what the method needs from a capture (e.g. ``attention_grads``).
+        signed: True when scores can be negative.
+        explains: what the scores explain: the target's logit/probability
+            (gradient and re-run methods) or the query row's attention.
+        options: the declared keyword options, with type, default and doc.
+    """
+
+    name: str
+    summary: str
+    reference: str
+    needs: tuple[str, ...]
+    signed: bool
+    explains: str
+    options: tuple[Option, ...]
+
+    @property
+    def defaults(self) -> dict[str, Any]:
+        """Option name -> default value."""
+        return {option.name: option.default for option in self.options}
+
+    def _option_lines(self) -> list[str]:
+        lines = []
+        for option in self.options:
+            extra = f" (one of {', '.join(map(repr, option.choices))})" if option.choices else ""
+            if option.requirement:
+                extra += f" ({option.requirement})"
+            lines.append(
+                f"{option.name}: {option.type_name} = {option.default!r}{extra} — {option.doc}"
+            )
+        return lines
+
+    def __repr__(self) -> str:
+        head = [
+            f"{self.name}: {self.summary}",
+            f"  reference: {self.reference}",
+            f"  explains: {self.explains}; needs: {', '.join(self.needs)}; "
+            f"signed: {'yes' if self.signed else 'no'}",
+            "  options:" if self.options else "  options: none",
+        ]
+        return "\n".join(head + [f"    {line}" for line in self._option_lines()])
+
+    def _repr_markdown_(self) -> str:
+        rows = [
+            f"**{self.name}**: {self.summary}",
+            "",
+            f"*Reference:* {self.reference}  ",
+            f"*Explains:* {self.explains}; *needs:* {', '.join(self.needs)}; "
+            f"*signed:* {'yes' if self.signed else 'no'}",
+            "",
+        ]
+        if not self.options:
+            return "\n".join([*rows, "No options."])
+        rows += ["| option | type | default | meaning |", "|---|---|---|---|"]
+        for option in self.options:
+            meaning = option.doc
+            if option.choices:
+                meaning += f" (one of {', '.join(map(repr, option.choices))})"
+            if option.requirement:
+                meaning += f" ({option.requirement})"
+            cells = [option.name, option.type_name, repr(option.default), meaning]
+            rows.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+        return "\n".join(rows)
 
 
 _REGISTRY: dict[str, MethodSpec] = {}
@@ -88,9 +191,21 @@ def register(
     summary: str,
     reference: str,
     signed: bool = False,
+    options: Iterable[Option] = (),
 ) -> Callable[[Callable[[ScoreContext], np.ndarray]], Callable[[ScoreContext], np.ndarray]]:
-    """Decorator registering ``fn(context) -> scores (n,)`` under ``name``."""
+    """Decorator registering ``fn(context) -> scores (n,)`` under ``name``.
+
+    ``options`` declares the method's keyword options; ``fn`` reads them,
+    checked and with defaults filled in, with ``context.options_for(name)``.
+    Unknown options are refused before a model runs (:func:`attnwidget.explain`).
+    """
     needs_set = frozenset(needs)
+    declared = tuple(options)
+    names = [option.name for option in declared]
+    if len(set(names)) != len(names):
+        raise ValueError(f"method {name!r} declares an option twice: {names}")
+    for option in declared:  # a default must pass its own validation
+        option.validate(name, option.default)
     unknown = needs_set - CAPABILITIES
     if unknown:
         raise ValueError(f"unknown needs {sorted(unknown)}; choose from {sorted(CAPABILITIES)}")
@@ -98,7 +213,7 @@ def register(
     def decorator(fn: Callable[[ScoreContext], np.ndarray]) -> Callable[[ScoreContext], np.ndarray]:
         if name in _REGISTRY:
             raise ValueError(f"a method named {name!r} is already registered")
-        _REGISTRY[name] = MethodSpec(name, fn, needs_set, summary, reference, signed)
+        _REGISTRY[name] = MethodSpec(name, fn, needs_set, summary, reference, signed, declared)
         return fn
 
     return decorator
@@ -117,3 +232,13 @@ def get_method(name: str) -> MethodSpec:
 def available_methods() -> list[str]:
     """Names of every registered method, in registration order."""
     return list(_REGISTRY)
+
+
+def method_info(name: str) -> MethodInfo:
+    """Describe a registered method: summary, reference, needs, options.
+
+    ``attnwidget.method_info("rollout")`` prints each option with its type,
+    default and meaning (and renders as a table in Jupyter); these are the
+    keys ``method_options={"rollout": {...}}`` accepts.
+    """
+    return get_method(name).info()

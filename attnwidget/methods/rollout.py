@@ -12,6 +12,7 @@ from ._graph import (
     fuse_heads,
     resolve_layer,
 )
+from .options import Option, head_fusion_option, layer_option
 from .registry import ScoreContext, register
 
 
@@ -79,9 +80,34 @@ def _discard_lowest(fused: np.ndarray, ratio: float, keep_columns: tuple[int, ..
     needs={"attentions"},
     summary="How much of each input token reaches the query row through all layers.",
     reference="Abnar & Zuidema (2020), Quantifying Attention Flow in Transformers.",
+    options=(
+        layer_option("rollout up to this layer (negative counts from the end)"),
+        head_fusion_option(),
+        Option("residual", bool, True, "add the 0.5·I residual (the paper)"),
+        Option(
+            "discard_ratio",
+            float,
+            0.0,
+            "fraction of each fused map's smallest links dropped (vit-explain)",
+            check=lambda v: 0.0 <= v < 1.0,
+            requirement="in [0, 1)",
+        ),
+        Option(
+            "keep_columns",
+            tuple,
+            (0,),
+            "columns never dropped by discard_ratio",
+            items=int,
+        ),
+    ),
 )
 def _score_rollout(context: ScoreContext) -> np.ndarray:
-    options = dict(context.options.get("rollout", {}))
-    layer = options.pop("layer", -1)
-    maps = rollout(context.attentions, **options)
-    return context.query_row(maps[resolve_layer(layer, maps.shape[0])])
+    options = context.options_for("rollout")
+    maps = rollout(
+        context.attentions,
+        head_fusion=options["head_fusion"],
+        residual=options["residual"],
+        discard_ratio=options["discard_ratio"],
+        keep_columns=options["keep_columns"],
+    )
+    return context.query_row(maps[resolve_layer(options["layer"], maps.shape[0])])

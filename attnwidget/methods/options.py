@@ -1,0 +1,196 @@
+"""Declared, typed options of the registered methods, and their validation.
+
+Every registered method lists its keyword options as :class:`Option` records
+(name, type, default, doc, allowed values). :func:`resolve_method_options`
+checks a user's ``method_options`` against them before any model runs:
+unknown method names, unknown option names, wrong types and values out of
+range are refused with an :class:`~attnwidget.errors.InputError` that names
+the valid choices, and the defaults are filled in, so a method always
+receives its complete, checked option set and an explanation can report
+exactly what was used.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..errors import InputError
+
+if TYPE_CHECKING:
+    from .registry import MethodSpec
+
+_NONE = type(None)
+
+
+@dataclass(frozen=True)
+class Option:
+    """One keyword option of a registered method.
+
+    Attributes:
+        name: the keyword, as given in ``method_options={"method": {name: value}}``.
+        types: accepted Python types, e.g. ``int`` or ``(int, type(None))``.
+            ``int`` never accepts a bool; ``float`` also accepts an int (stored
+            as float, must be finite); ``tuple`` accepts a list or tuple of
+            ``items`` values (stored as a tuple); numpy scalars count as the
+            matching Python type.
+        default: the value used when the option is not given.
+        doc: one line saying what the option does.
+        choices: the only values allowed, when the option is an enumeration.
+        check: further condition on the (converted) value, e.g. a range.
+        requirement: how ``check`` reads in an error message ("≥ 1").
+        items: element type of a ``tuple`` option.
+    """
+
+    name: str
+    types: type | tuple[type, ...]
+    default: Any
+    doc: str
+    choices: tuple[Any, ...] | None = None
+    check: Callable[[Any], bool] | None = None
+    requirement: str = ""
+    items: type | None = None
+
+    @property
+    def type_name(self) -> str:
+        """The accepted types, readable: ``int | None``, ``tuple[int, ...]``."""
+        names = []
+        for kind in self._types:
+            if kind is _NONE:
+                names.append("None")
+            elif kind is tuple and self.items is not None:
+                names.append(f"tuple[{self.items.__name__}, ...]")
+            elif kind is np.ndarray:
+                names.append("numpy array")
+            else:
+                names.append(kind.__name__)
+        return " | ".join(names)
+
+    @property
+    def _types(self) -> tuple[type, ...]:
+        return self.types if isinstance(self.types, tuple) else (self.types,)
+
+    def validate(self, method: str, value: Any) -> Any:
+        """Return ``value`` converted to the option's type, or raise InputError."""
+        converted = self._convert(value)
+        where = f"method_options[{method!r}][{self.name!r}]"
+        if converted is _INVALID:
+            raise InputError(
+                f"{where}={_short(value)} has type {type(value).__name__}; it must be "
+                f"{self.type_name} ({self.doc})."
+            )
+        if self.choices is not None and converted not in self.choices:
+            allowed = ", ".join(repr(c) for c in self.choices)
+            raise InputError(f"{where}={converted!r} is not allowed; choose one of {allowed}.")
+        if converted is not None and self.check is not None and not self.check(converted):
+            raise InputError(f"{where}={_short(converted)} must be {self.requirement}.")
+        return converted
+
+    def _convert(self, value: Any) -> Any:
+        types = self._types
+        if value is None:
+            return None if _NONE in types else _INVALID
+        if isinstance(value, (bool, np.bool_)):
+            return bool(value) if bool in types else _INVALID
+        if isinstance(value, (int, np.integer)):
+            if int in types:
+                return int(value)
+            return float(value) if float in types else _INVALID
+        if isinstance(value, (float, np.floating)):
+            return float(value) if float in types and math.isfinite(value) else _INVALID
+        if isinstance(value, str):
+            return value if str in types else _INVALID
+        if isinstance(value, np.ndarray):
+            return value if np.ndarray in types else _INVALID
+        if tuple in types and isinstance(value, (list, tuple)):
+            items = [Option("", self.items, None, "")._convert(v) for v in value]
+            return _INVALID if any(v is _INVALID for v in items) else tuple(items)
+        return _INVALID
+
+
+_INVALID = object()
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, np.ndarray):
+        return f"<array shape {value.shape}>"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def resolve_options(spec: MethodSpec, given: Any) -> dict[str, Any]:
+    """One method's complete options: ``given`` checked, defaults filled in."""
+    if given is None:
+        given = {}
+    if not isinstance(given, Mapping):
+        raise InputError(
+            f"method_options[{spec.name!r}] must be a dict of option names to values, "
+            f"got {type(given).__name__}."
+        )
+    declared = {option.name: option for option in spec.options}
+    unknown = [key for key in given if key not in declared]
+    if unknown:
+        valid = ", ".join(declared) if declared else "none (it takes no options)"
+        raise InputError(
+            f"unknown option {unknown[0]!r} for method {spec.name!r}; its options are: "
+            f"{valid}. See attnwidget.method_info({spec.name!r})."
+        )
+    return {
+        name: option.validate(spec.name, given[name]) if name in given else option.default
+        for name, option in declared.items()
+    }
+
+
+def resolve_method_options(
+    specs: Sequence[MethodSpec], method_options: Any
+) -> dict[str, dict[str, Any]]:
+    """Check ``method_options`` for the requested methods ``specs``; fill defaults.
+
+    Returns ``{name: complete options}`` for every requested method. Raises
+    :class:`InputError` for a non-dict, options for a method that is not
+    registered or not requested (they would be silently unused), unknown
+    option names and invalid values.
+    """
+    from .registry import available_methods  # local: registry imports this module
+
+    if method_options is None:
+        method_options = {}
+    if not isinstance(method_options, Mapping):
+        raise InputError(
+            "method_options must be a dict mapping method names to dicts of options, e.g. "
+            '{"rollout": {"head_fusion": "max"}}; got ' + type(method_options).__name__ + "."
+        )
+    requested = [spec.name for spec in specs]
+    for name in method_options:
+        if name not in available_methods():
+            raise InputError(
+                f"method_options names an unknown method {name!r}; known methods: "
+                f"{', '.join(available_methods())}."
+            )
+        if name not in requested:
+            raise InputError(
+                f"method_options has options for {name!r}, which is not among the requested "
+                f"methods ({', '.join(requested) or 'none'}); add {name!r} to methods=[...] "
+                "or drop its options (they would be ignored)."
+            )
+    return {spec.name: resolve_options(spec, method_options.get(spec.name)) for spec in specs}
+
+
+def layer_option(doc: str, default: int = -1) -> Option:
+    """The ``layer`` option of the attention-graph methods (negative counts from the end)."""
+    return Option("layer", int, default, doc)
+
+
+def head_fusion_option() -> Option:
+    """The ``head_fusion`` option: how heads are fused into one map per layer."""
+    from ._graph import HEAD_FUSIONS  # local: _graph is not needed to declare options
+
+    return Option("head_fusion", str, "mean", "how heads are fused", choices=HEAD_FUSIONS)
+
+
+#: ``check``/``requirement`` pair for options that must be at least 1.
+AT_LEAST_ONE: dict[str, Any] = {"check": lambda v: v >= 1, "requirement": "≥ 1"}
