@@ -19,6 +19,7 @@ import torch
 from ..errors import InputError, ModelNotSupportedError, NonFiniteError
 from .kinds import CAUSAL_LM, ENCODER, ENCODER_DECODER, MASKED_LM
 from .record import AttentionRecord, ModelCall
+from .state import autograd_on
 from .targets import resolve_query_index, resolve_target
 from .tokens import readable_token
 
@@ -173,44 +174,51 @@ def _capture_group(
     query_index: int | None,
     readable: bool,
 ) -> list[AttentionRecord]:
-    device = _device(model)
-    embedding_layer = model.get_input_embeddings()
-    ids = torch.tensor([item.input_ids for item in batch], device=device)
-    kwargs = _model_inputs(model, batch, device)
-    with torch.no_grad():
-        embeds = embedding_layer(ids)
-    embeds = embeds.detach().requires_grad_(True)
-    with torch.enable_grad():
+    # Autograd on whatever the caller's grad mode (torch.no_grad(),
+    # torch.inference_mode()): capture() is public and may run outside
+    # capture_ready. Every tensor below that enters autograd is made here.
+    with autograd_on():
+        device = _device(model)
+        embedding_layer = model.get_input_embeddings()
+        ids = torch.tensor([item.input_ids for item in batch], device=device)
+        kwargs = _model_inputs(model, batch, device)
+        with torch.no_grad():
+            embeds = embedding_layer(ids)
+        embeds = embeds.detach().requires_grad_(True)
         outputs = model(inputs_embeds=embeds, output_attentions=True, return_dict=True, **kwargs)
-    self_attn = _self_attentions(outputs, kind)
-    first_layer = self_attn[0].detach().float().cpu().numpy()
+        self_attn = _self_attentions(outputs, kind)
+        first_layer = self_attn[0].detach().float().cpu().numpy()
 
-    n = ids.shape[1]
-    decoder_length = len(batch[0].decoder_ids or ())
-    query_rows, target_ids, labels = [], [], []
-    logits = outputs.logits
-    for b, item in enumerate(batch):
-        limit = decoder_length if kind == ENCODER_DECODER else n
-        if query_index is None:
-            query_rows.append(
-                _default_query(kind, item.input_ids, first_layer[b], tokenizer, decoder_length)
+        n = ids.shape[1]
+        decoder_length = len(batch[0].decoder_ids or ())
+        query_rows, target_ids, labels = [], [], []
+        logits = outputs.logits
+        for b, item in enumerate(batch):
+            limit = decoder_length if kind == ENCODER_DECODER else n
+            if query_index is None:
+                query_rows.append(
+                    _default_query(kind, item.input_ids, first_layer[b], tokenizer, decoder_length)
+                )
+            else:
+                query_rows.append(resolve_query_index(query_index, 0, limit))
+        rows = torch.tensor(query_rows, device=device)
+        scores = _query_logits(logits, kind, rows).float()
+        if not torch.isfinite(scores).all():
+            raise NonFiniteError("the model's logits contain NaN/inf; run it in float32.")
+        for b in range(len(batch)):
+            target_id, label = resolve_target(
+                target,
+                scores[b].detach().cpu().numpy(),
+                kind=kind,
+                model=model,
+                tokenizer=tokenizer,
             )
-        else:
-            query_rows.append(resolve_query_index(query_index, 0, limit))
-    rows = torch.tensor(query_rows, device=device)
-    scores = _query_logits(logits, kind, rows).float()
-    if not torch.isfinite(scores).all():
-        raise NonFiniteError("the model's logits contain NaN/inf; run it in float32.")
-    for b in range(len(batch)):
-        target_id, label = resolve_target(
-            target, scores[b].detach().cpu().numpy(), kind=kind, model=model, tokenizer=tokenizer
-        )
-        target_ids.append(target_id)
-        labels.append(label)
-    chosen = scores[
-        torch.arange(len(batch), device=device), torch.tensor(target_ids, device=device)
-    ]
-    grads = torch.autograd.grad(chosen.sum(), [embeds, *self_attn], allow_unused=True)
+            target_ids.append(target_id)
+            labels.append(label)
+        chosen = scores[
+            torch.arange(len(batch), device=device), torch.tensor(target_ids, device=device)
+        ]
+        grads = torch.autograd.grad(chosen.sum(), [embeds, *self_attn], allow_unused=True)
     embed_grads, attn_grads = grads[0], grads[1:]
     attn_grads = tuple(
         torch.zeros_like(a) if g is None else g for a, g in zip(self_attn, attn_grads, strict=True)

@@ -1,19 +1,84 @@
 """Put a model in the state capture needs, and put it back exactly as it was.
 
 Capture needs eval mode (no dropout on the attention we read), the eager
-attention implementation (SDPA and flash kernels return no attention weights)
-and no parameter gradients (we differentiate with respect to embeddings and
-attention only). Everything changed here is restored on exit, also when the
-body raises.
+attention implementation (SDPA and flash kernels return no attention weights),
+no parameter gradients (we differentiate with respect to embeddings and
+attention only) and autograd switched on, also when the caller is inside
+``torch.no_grad()`` or ``torch.inference_mode()``. Everything changed here is
+restored on exit, also when the body raises.
+
+One model is one piece of shared state: capture switches its attention
+implementation and LRP installs hooks on it, so two threads explaining the same
+model at once would see each other's changes. :func:`capture_ready` therefore
+holds a re-entrant lock per model (:func:`model_lock`) for its whole body;
+different models do not wait for each other.
 """
 
 from __future__ import annotations
 
+import threading
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import torch
+
+from ..errors import ModelNotSupportedError
+
+# One re-entrant lock per model: re-entrant because explain() holds it while
+# methods re-run the model (integrated gradients, LRP), which enter
+# capture_ready again in the same thread. Weak keys, so a model that is no
+# longer used is garbage collected with its lock; _LOCKS_GUARD makes "get or
+# create" atomic so two threads never get two different locks for one model.
+_LOCKS: weakref.WeakKeyDictionary[Any, threading.RLock] = weakref.WeakKeyDictionary()
+_LOCKS_GUARD = threading.Lock()
+
+
+def model_lock(model: torch.nn.Module) -> threading.RLock:
+    """The re-entrant lock :func:`capture_ready` holds for ``model`` (one per model)."""
+    with _LOCKS_GUARD:
+        lock = _LOCKS.get(model)
+        if lock is None:
+            lock = _LOCKS[model] = threading.RLock()
+        return lock
+
+
+@contextmanager
+def autograd_on() -> Iterator[None]:
+    """Gradients recorded in the body whatever the caller's grad mode; restored after.
+
+    ``torch.enable_grad()`` alone does not leave ``torch.inference_mode()``:
+    tensors made there are inference tensors that autograd never records, so
+    inference mode is switched off first (the documented nesting).
+    """
+    with torch.inference_mode(False), torch.enable_grad():
+        yield
+
+
+# Words in every torch error about inference tensors used by autograd
+# ("... cannot be saved for backward", "... do not track version counter").
+_INFERENCE_TENSOR = "inference tensor"
+_LOAD_OUTSIDE = (
+    "Load or build the model outside torch.inference_mode() (torch.no_grad() is fine "
+    "for loading); explain() itself may be called inside inference_mode."
+)
+
+
+def _refuse_inference_parameters(model: torch.nn.Module) -> None:
+    """Fail before changing anything when autograd cannot use the parameters."""
+    for name, param in model.named_parameters():
+        if param.is_inference():
+            # Every linear layer saves its weight for the backward pass, so
+            # nothing that needs a gradient can run; and a parameter whose
+            # requires_grad we switched off could not be switched on again
+            # outside inference mode (torch refuses it), so the model would
+            # not come back as it was.
+            raise ModelNotSupportedError(
+                f"the model's parameter {name!r} is an inference tensor (the model was "
+                "created or loaded inside torch.inference_mode()); autograd cannot save "
+                "inference tensors for the backward pass that explain() needs. " + _LOAD_OUTSIDE
+            )
 
 
 def _all_configs(model: torch.nn.Module, modules: list[torch.nn.Module] | None = None) -> list[Any]:
@@ -32,7 +97,45 @@ def _all_configs(model: torch.nn.Module, modules: list[torch.nn.Module] | None =
 
 @contextmanager
 def capture_ready(model: torch.nn.Module) -> Iterator[torch.nn.Module]:
-    """Context manager: eval mode, eager attention, frozen parameters; all restored."""
+    """Context manager: eval mode, eager attention, frozen parameters; all restored.
+
+    The body also runs with autograd on (:func:`autograd_on`) and holds the
+    model's lock (:func:`model_lock`), so another thread's capture of the same
+    model waits until this one has put the model back. Nested use on the same
+    model in the same thread is fine (the lock is re-entrant).
+
+    Raises:
+        ModelNotSupportedError: the model's parameters (checked before anything
+            changes) or buffers (seen when autograd meets them) are inference
+            tensors, which autograd cannot save.
+    """
+    # The lock is taken before the snapshot: the snapshot must see the model
+    # as another thread's capture left it, i.e. restored.
+    with model_lock(model), _translate_inference_errors():
+        _refuse_inference_parameters(model)
+        with _prepared(model):
+            with autograd_on():
+                yield model
+
+
+@contextmanager
+def _translate_inference_errors() -> Iterator[None]:
+    """torch's RuntimeError about inference tensors becomes a clear ModelNotSupportedError."""
+    try:
+        yield
+    except RuntimeError as error:
+        if _INFERENCE_TENSOR not in str(error).lower():
+            raise
+        raise ModelNotSupportedError(
+            "a tensor the model uses (a parameter or a buffer such as a mask or position "
+            "table) is an inference tensor, made inside torch.inference_mode(); autograd "
+            "cannot save it for the backward pass that explain() needs. " + _LOAD_OUTSIDE
+        ) from error
+
+
+@contextmanager
+def _prepared(model: torch.nn.Module) -> Iterator[None]:
+    """Eval mode, eager attention, frozen parameters, hooks snapshot; all restored."""
     # One walk over the modules serves every snapshot: explain() on a small
     # model is dominated by this bookkeeping otherwise.
     modules = list(model.modules())
@@ -52,7 +155,7 @@ def capture_ready(model: torch.nn.Module) -> Iterator[torch.nn.Module]:
             if flag:
                 param.requires_grad_(False)
         _switch_to_eager(model)
-        yield model
+        yield
     finally:
         _restore_hooks(hooks)
         for param, flag in flags:

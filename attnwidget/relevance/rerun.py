@@ -62,10 +62,13 @@ class TargetScore:
         return out, _query_logits(out.logits, self.kind, rows)[:, self.target_id].float()
 
     def __call__(self, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        device = _device(self.model)
-        dtype = self.model.get_input_embeddings().weight.dtype
-        inputs = torch.tensor(points, dtype=dtype, device=device).requires_grad_(True)
-        with torch.enable_grad():
+        # capture_ready: the model's lock (another thread may be re-running it
+        # with LRP rules installed), its capture state, and autograd on even
+        # inside torch.no_grad()/inference_mode(); so the inputs are made inside.
+        with capture_ready(self.model):
+            device = _device(self.model)
+            dtype = self.model.get_input_embeddings().weight.dtype
+            inputs = torch.tensor(points, dtype=dtype, device=device).requires_grad_(True)
             _, values = self._values(inputs)
             (grad,) = torch.autograd.grad(values.sum(), [inputs])
         return values.detach().cpu().numpy(), grad.detach().float().cpu().numpy()
@@ -73,21 +76,22 @@ class TargetScore:
     def rerun(self, context: Callable[[Any], AbstractContextManager[Any]]) -> Rerun:
         """Forward+backward of this example inside ``context(model)``.
 
-        The model is made capture-ready first (eval, eager attention, frozen
-        parameters; all restored), then ``context(model)`` is entered, the
-        target logit computed with attention weights and differentiated with
-        respect to the input embeddings and every attention map.
+        The model is made capture-ready first (its lock held; eval, eager
+        attention, frozen parameters, autograd on; all restored), then
+        ``context(model)`` is entered, the target logit computed with attention
+        weights and differentiated with respect to the input embeddings and
+        every attention map.
         """
-        device = _device(self.model)
-        ids = torch.tensor([self.input_ids], device=device)
         with capture_ready(self.model), context(self.model) as state:
+            # Made inside capture_ready: under torch.inference_mode() a tensor
+            # made outside would be an inference tensor autograd cannot use.
+            ids = torch.tensor([self.input_ids], device=_device(self.model))
             with torch.no_grad():
                 embeds = self.model.get_input_embeddings()(ids)
             embeds = embeds.detach().requires_grad_(True)
-            with torch.enable_grad():
-                outputs, values = self._values(embeds, output_attentions=True)
-                attentions = _self_attentions(outputs, self.kind)
-                grads = torch.autograd.grad(values[0], [embeds, *attentions], allow_unused=True)
+            outputs, values = self._values(embeds, output_attentions=True)
+            attentions = _self_attentions(outputs, self.kind)
+            grads = torch.autograd.grad(values[0], [embeds, *attentions], allow_unused=True)
         attention_grads = [
             torch.zeros_like(a) if g is None else g
             for a, g in zip(attentions, grads[1:], strict=True)
@@ -115,8 +119,9 @@ def target_probability(call: ModelCall) -> Callable[[np.ndarray], np.ndarray]:
     embedding_layer = model.get_input_embeddings()
 
     def probability(ids: np.ndarray) -> np.ndarray:
-        batch = torch.as_tensor(ids, device=device)
-        with torch.no_grad():
+        # The model's lock and capture state (eval, eager), as for every re-run.
+        with capture_ready(model), torch.no_grad():
+            batch = torch.as_tensor(ids, device=device)
             out = model(
                 inputs_embeds=embedding_layer(batch),
                 return_dict=True,
