@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 
-import { asBytes, decodeFloat32, decodeMatrix } from "../src/buffers";
+import { asBytes, decodeArray, decodeFloat32, decodeFloats, decodeMatrix } from "../src/buffers";
 
 const values = [0, 1.5, -2.25, 3.4028234663852886e38, Number.NaN, 1e-45];
 
@@ -83,5 +83,28 @@ describe("decodeMatrix", () => {
   test("shape must be two non-negative integers", () => {
     assert.throws(() => decodeMatrix(encode([1]), [1]), /shape must be two/);
     assert.throws(() => decodeMatrix(encode([1]), [1, -1]), /shape must be two/);
+  });
+});
+
+describe("decodeArray: the one wire decoder", () => {
+  test("uint32 and float32 by their meta, checked against the shape", () => {
+    const values = new Uint32Array([1, 2, 3, 4]);
+    assert.deepEqual(Array.from(decodeArray(values, { dtype: "uint32", shape: [2, 2] })), [1, 2, 3, 4]);
+    assert.throws(() => decodeArray(values, { dtype: "uint32", shape: [3] }), /4 uint32 values do not fill shape \[3\]/);
+    assert.throws(() => decodeArray(values, { dtype: "float64" as never, shape: [2] }), /unknown dtype "float64"/);
+  });
+
+  test("float16 is widened and multiplied back by its scale", () => {
+    // 0x3c00 = 1.0, 0xc000 = -2.0 in float16.
+    const bits = new Uint16Array([0x3c00, 0xc000]);
+    assert.deepEqual(Array.from(decodeArray(bits, { dtype: "float16", shape: [2] })), [1, -2]);
+    assert.deepEqual(Array.from(decodeArray(bits, { dtype: "float16", shape: [2], scale: 1024 })), [1024, -2048]);
+    for (const scale of [0, -1, Number.POSITIVE_INFINITY, Number.NaN]) {
+      assert.throws(() => decodeArray(bits, { dtype: "float16", shape: [2], scale }), /scale must be a positive finite number/);
+    }
+  });
+
+  test("decodeFloats refuses integer buffers", () => {
+    assert.throws(() => decodeFloats(new Uint32Array(1), { dtype: "uint32", shape: [1] }), /expected float values/);
   });
 });

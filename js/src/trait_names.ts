@@ -1,0 +1,39 @@
+/**
+ * The synced traits of every view as runtime name lists, so the JS tests can
+ * compare them with the Python classes' (test/fixtures/traits.json, written
+ * by tests/test_fixtures_js.py). Each list is a Record over `keyof` its
+ * interface: the compiler rejects a name the interface lacks and a list that
+ * misses one, so interface, list and Python cannot drift apart silently.
+ * Only the tests import this module (it is not in the bundle).
+ */
+import type { AttentionTraits, HeadTraits, ModelTraits } from "./attention_types";
+import type { FlowTraits } from "./flow_types";
+import type { SaliencyTraits } from "./types";
+
+type Names<T> = Record<keyof T, true>;
+
+const saliency: Names<SaliencyTraits> = {
+  _view: true, tokens: true, methods: true, summaries: true, signed: true, scores: true, shape: true,
+  query_index: true, selected_token: true,
+};
+
+// Typed, so a name AttentionTraits lacks fails here (a spread below would hide it).
+const attention: Names<AttentionTraits> = {
+  _view: true, tokens: true, decoder_tokens: true, matrices: true, sentence_b_start: true, preload: true,
+  preload_index: true, _generation: true, theme: true, matrix: true, pair_filter: true, selected_token: true,
+};
+
+const head: Names<HeadTraits> = { ...attention, layer: true, heads: true };
+
+const model: Names<ModelTraits> = { ...attention, thumbs: true, thumb_index: true, layer: true, head: true };
+
+const flow: Names<FlowTraits> = {
+  _view: true, stacks: true, stack: true, tokens: true, shape: true, fused: true, fused_layers: true,
+  head_fusion: true, query_index: true, caption: true, methods: true, summaries: true, signed: true,
+  local_methods: true, version: true, method: true, selected_layer: true, selected_token: true, threshold: true,
+};
+
+/** Trait names per `_view` value, sorted. */
+export const TRAIT_NAMES: Record<string, string[]> = Object.fromEntries(
+  Object.entries({ saliency, head, model, flow }).map(([view, names]) => [view, Object.keys(names).sort()]),
+);
