@@ -7,6 +7,8 @@ from ``js/src/index.ts`` by esbuild; its ``render`` dispatches on the synced
 
 from __future__ import annotations
 
+import difflib
+import inspect
 import logging
 import os
 from dataclasses import dataclass, field
@@ -19,6 +21,9 @@ import traitlets
 from ..errors import AttnWidgetError
 
 log = logging.getLogger(__name__)
+
+#: Options of the widget itself (ipywidgets' DOMWidget) a view also takes as keywords.
+WIDGET_OPTIONS: tuple[str, ...] = ("layout", "tabbable", "tooltip")
 
 #: The built front end (a build artefact: ignored by git, shipped in wheels).
 BUNDLE = Path(__file__).resolve().parent.parent / "static" / "widget.js"
@@ -67,6 +72,12 @@ class _AttnWidget(anywidget.AnyWidget):
     _view = traitlets.Unicode("").tag(sync=True)
 
     def __init__(self, **kwargs: Any) -> None:
+        # traitlets would only warn about a misspelt option (``methd="flow"``)
+        # and the view would silently use the default: refuse it instead.
+        valid = _keyword_traits(type(self))
+        unknown = [name for name in kwargs if name not in valid]
+        if unknown:
+            raise TypeError(_unknown_kwargs_message(type(self), unknown))
         # Loaded on first use, not at import: `import attnwidget` works without
         # the bundle, and a missing bundle fails here with how to build it.
         if "_esm" not in _AttnWidget.__dict__:
@@ -132,3 +143,42 @@ class _AttnWidget(anywidget.AnyWidget):
             return bundle
         data, metadata = bundle
         return {**data, "text/html": fragment(self)}, metadata
+
+
+def _keyword_traits(cls: type[_AttnWidget]) -> set[str]:
+    """Traits that may be set as keywords: the widget's options and a view's own
+    writable traits (for views whose constructor does not name them)."""
+    base = set(_AttnWidget.class_trait_names())
+    traits = cls.class_traits()
+    own = {n for n, t in traits.items() if n not in base and not n.startswith("_")}
+    return set(WIDGET_OPTIONS) | {n for n in own if not traits[n].read_only}
+
+
+def constructor_options(cls: type[_AttnWidget]) -> list[str]:
+    """The keyword arguments a view's constructor takes, in order (then the widget's)."""
+    names: list[str] = []
+    for klass in cls.__mro__:
+        if klass is _AttnWidget:
+            break
+        init = klass.__dict__.get("__init__")
+        if init is None:
+            continue
+        for parameter in inspect.signature(init).parameters.values():
+            named = parameter.kind in (parameter.KEYWORD_ONLY, parameter.POSITIONAL_OR_KEYWORD)
+            if named and parameter.name != "self" and parameter.name not in names:
+                names.append(parameter.name)
+    extra = sorted(_keyword_traits(cls) - set(names) - set(WIDGET_OPTIONS))
+    return names + extra + [name for name in WIDGET_OPTIONS if name not in names]
+
+
+def _unknown_kwargs_message(cls: type[_AttnWidget], unknown: list[str]) -> str:
+    valid = constructor_options(cls)
+    hints = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, valid, n=1)
+        hints.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    word = "argument" if len(unknown) == 1 else "arguments"
+    return (
+        f"{cls.__name__}() got unexpected keyword {word} {', '.join(hints)}; it takes: "
+        f"{', '.join(valid)}."
+    )
