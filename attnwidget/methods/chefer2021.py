@@ -10,6 +10,7 @@ from ..errors import AttentionShapeError, InputError
 from ..relevance.chefer import run_chefer_relevance
 from ..relevance.lrp import run_lrp
 from ._graph import as_attention_array
+from .options import Option
 from .registry import ScoreContext, register
 
 #: Default first layer: 0, all layers, the paper's definition (see :func:`chefer2021`).
@@ -105,6 +106,30 @@ DEFAULT_RELEVANCE = "paper"
         "Chefer, Gur & Wolf (2021), Transformer Interpretability Beyond Attention "
         "Visualization, CVPR; option relevance='attnlrp': AttnLRP (Achtibat et al., 2024, ICML)."
     ),
+    options=(
+        Option(
+            "start_layer",
+            int,
+            DEFAULT_START_LAYER,
+            "first layer of the rollout, 0-based, negative from the end (0: all layers; "
+            "the authors' BERT demo: -1, the last layer; their ViT: from layer 1)",
+        ),
+        Option(
+            "relevance",
+            str,
+            DEFAULT_RELEVANCE,
+            "R^A from the paper's own LRP rules ('paper') or from AttnLRP ('attnlrp')",
+            choices=RELEVANCES,
+        ),
+        Option(
+            "epsilon",
+            (float, type(None)),
+            None,
+            "ε of the AttnLRP pass, relevance='attnlrp' only (None: its default)",
+            check=lambda v: v >= 0,
+            requirement="≥ 0",
+        ),
+    ),
 )
 def _score_chefer2021(context: ScoreContext) -> tuple[np.ndarray, dict[str, Any]]:
     """Options: ``start_layer`` (default 0, all layers), ``relevance`` ("paper",
@@ -118,25 +143,24 @@ def _score_chefer2021(context: ScoreContext) -> tuple[np.ndarray, dict[str, Any]
     pass (the same one as "lrp"), divided by the target logit so that it is
     the relevance of a unit target. ``∇A_l`` is the capture's plain gradient.
     """
-    options = dict(context.options.get("chefer2021", {}))
-    start_layer = options.pop("start_layer", DEFAULT_START_LAYER)
-    relevance = options.pop("relevance", DEFAULT_RELEVANCE)
+    options = context.options_for("chefer2021")
+    start_layer, relevance, epsilon = (
+        options["start_layer"],
+        options["relevance"],
+        options["epsilon"],
+    )
     if relevance == "paper":
-        if options:
+        if epsilon is not None:
             raise InputError(
-                f"chefer2021 with relevance='paper' takes no option(s) {sorted(options)}; "
-                "epsilon belongs to relevance='attnlrp'."
+                "method_options['chefer2021']['epsilon'] is an option of the AttnLRP pass; "
+                "add 'relevance': 'attnlrp' to use it (the paper's rules have no ε)."
             )
         unit = run_chefer_relevance(context.target_score).attention_relevance
-    elif relevance == "attnlrp":
-        result = run_lrp(context.target_score, **options)
+    else:
+        extra = {} if epsilon is None else {"epsilon": epsilon}
+        result = run_lrp(context.target_score, **extra)
         y = result.target_score
         unit = result.attention_relevance / (y if abs(y) > 1e-12 else np.copysign(1e-12, y))
-    else:
-        raise InputError(
-            f"chefer2021: relevance={relevance!r} is not one of {RELEVANCES}; 'paper' is "
-            "Chefer, Gur & Wolf's own LRP rules, 'attnlrp' AttnLRP's."
-        )
     maps = chefer2021_maps(context.attention_grads, unit, start_layer=start_layer)
     matrix = np.eye(maps.shape[-1])
     for layer_map in maps:
