@@ -55,7 +55,10 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.sparse import csr_array
-from scipy.sparse.csgraph import breadth_first_order, maximum_flow
+from scipy.sparse.csgraph import maximum_flow
+
+from ._maxflow_cert import top_up
+from ._maxflow_union import Union, flow_data
 
 #: Integer scale: every capacity is ≤ 1, so scaled capacities stay ≤ 2**30 < 2**31.
 SCALE = 2**30
@@ -72,8 +75,6 @@ MAX_ROUNDS = 2
 BATCH_TOKENS = 8
 #: Graphs with at most this many edge layers give each problem its own subgraph.
 OWN_MASKS_UP_TO = 2
-#: Dense spare-capacity entries held at once by the top-up check.
-TOP_UP_ELEMENTS = 4_000_000
 
 
 @dataclass(frozen=True)
@@ -219,7 +220,7 @@ def _solve_batch(
     """Solve K problems on one subgraph (``mask`` (depth−1, n, n), or full) at once."""
     count, n = source_caps.shape
     depth = len(inner) + 1
-    union = _Union(inner, source_caps, sink_caps, mask)
+    union = Union(inner, source_caps, sink_caps, mask)
     caps = union.caps
     trivial = np.minimum(source_caps.sum(axis=1), sink_caps.sum(axis=1))
     sink_bound = sink_caps.sum(axis=1) <= source_caps.sum(axis=1)
@@ -237,13 +238,13 @@ def _solve_batch(
         data[union.rpos] = np.floor(np.clip(flow, 0.0, remaining) * scale)
         graph = csr_array((data, union.indices, union.indptr), shape=(union.num_nodes,) * 2)
         result = maximum_flow(graph, 0, union.num_nodes - 1, method="dinic")
-        net = _flow_data(result.flow, union)
+        net = flow_data(result.flow, union)
         step = net[union.fpos] / scale
         flow += step
         # Problems certified by the top-up keep exactly their trivial bound.
         lower += np.where(topped, 0.0, step[: count * n].reshape(count, n).sum(axis=1))
         if stage == 0:
-            topped = _top_up(union, flow, source_caps, sink_caps, trivial - lower)
+            topped = top_up(union, flow, source_caps, sink_caps, trivial - lower)
             lower = np.where(topped, trivial, lower)
             gaps = upper - lower
             if gaps.max() <= tol:
@@ -263,248 +264,6 @@ def _solve_batch(
             break
         remaining = float(gaps.max())
     return Solutions(lower, np.maximum(upper, lower), reached)
-
-
-def _top_up(
-    union: _Union,
-    flow: np.ndarray,
-    source_caps: np.ndarray,
-    sink_caps: np.ndarray,
-    missing: np.ndarray,
-) -> np.ndarray:
-    """Which problems provably reach their trivial bound after stage 1: bool (K,).
-
-    When the sink's edges are the bound, each sink edge k lacks δ_k ≥ 0 and
-    Δ = Σδ is what is missing. If every node of layer 1 whose sink edge lacks
-    something is reached from the source by a path of downward residual edges
-    whose smallest spare capacity is ≥ Δ (widest paths, one layer at a time),
-    sending each δ_k along such a path puts at most Δ on any edge: a feasible
-    flow of value τ. When the source's edges are the bound, symmetrically,
-    with widest paths from the source's short edges down to the sink.
-    """
-    count, depth, n = union.shape
-    residual = union.caps - flow
-    src_res = residual[: count * n].reshape(count, n)
-    sink_res = residual[union.sink_edges].reshape(count, n)
-    inner_res = residual[count * n : union.sink_edges[0]]
-    sink_bound = sink_caps.sum(axis=1) < source_caps.sum(axis=1)
-    source_bound = source_caps.sum(axis=1) < sink_caps.sum(axis=1)
-    ok = np.zeros(count, dtype=bool)
-    own = len(union.inner_index) == 4  # own subgraph per problem
-    if own:
-        starts = np.searchsorted(union.inner_index[0], np.arange(count + 1))
-    per = max(1, TOP_UP_ELEMENTS // max((depth - 1) * n * n, 1))
-    for lo in range(0, count, per):
-        hi = min(lo + per, count)
-        # Spare capacity of the inner edges as dense (problems, depth−1, n, n).
-        spare = np.zeros((hi - lo, depth - 1, n, n))
-        if own:
-            k, t, m, j = (idx[starts[lo] : starts[hi]] for idx in union.inner_index)
-            spare[k - lo, t, m, j] = inner_res[starts[lo] : starts[hi]]
-        else:
-            t, m, j = union.inner_index
-            spare[:, t, m, j] = inner_res.reshape(count, -1)[lo:hi]
-        if sink_bound[lo:hi].any():
-            width = src_res[lo:hi]  # widest path from the source to each node
-            for layer in range(depth - 1):
-                width = np.minimum(width[:, :, None], spare[:, layer]).max(axis=1)
-            short = np.where(sink_res[lo:hi] > 0, width, np.inf).min(axis=1)
-            ok[lo:hi] |= sink_bound[lo:hi] & (short >= missing[lo:hi])
-        if source_bound[lo:hi].any():
-            width = sink_res[lo:hi]  # widest path from each node to the sink
-            for layer in range(depth - 2, -1, -1):
-                width = np.minimum(spare[:, layer], width[:, None, :]).max(axis=2)
-            short = np.where(src_res[lo:hi] > 0, width, np.inf).min(axis=1)
-            ok[lo:hi] |= source_bound[lo:hi] & (short >= missing[lo:hi])
-    return ok & (missing >= 0)
-
-
-class _Union:
-    """K problems on copies of one graph: sources merged (node 0), sinks merged (last).
-
-    Node ``1 + k·depth·n + t·n + m`` is node m of node layer t (0 = layer T−1)
-    of problem k. Edges are listed as: the K·n source edges, each problem's
-    inner edges in (layer, tail, head) order, the K·n sink edges. The CSR
-    structure holds every edge u→v and its reverse v→u, each row listing
-    in-neighbours (smaller ids) before out-neighbours, both sorted; scipy's
-    flow result has exactly this structure, so flows are read by position
-    (``fpos``: forward arc of each edge, ``rpos``: its reverse). The structure
-    of one copy is computed once and shifted for the others.
-    """
-
-    def __init__(
-        self,
-        inner: list[np.ndarray],
-        source_caps: np.ndarray,
-        sink_caps: np.ndarray,
-        mask: np.ndarray | None,
-    ) -> None:
-        count, n = source_caps.shape
-        depth = len(inner) + 1
-        self.depth = depth
-        self.shape = (count, depth, n)
-        block = depth * n
-        self.num_nodes = 2 + count * block
-        sink = self.num_nodes - 1
-        stacked = np.stack(inner) if inner else np.zeros((0, n, n))
-        if mask is None:
-            mask = stacked > 0
-        if mask.ndim == 4:  # one subgraph per problem
-            self._build_own(stacked, source_caps, sink_caps, mask)
-            return
-        t, m, j = np.nonzero(mask)  # sorted by (layer, tail, head)
-        self.inner_index = (t, m, j)
-        per = t.size  # inner edges of one copy
-        # One copy: degrees of its nodes (local index t·n + m) and row starts.
-        out_deg = np.ones((depth, n), dtype=np.int64)  # last layer: its sink edge
-        in_deg = np.ones((depth, n), dtype=np.int64)  # first layer: its source edge
-        out_deg[:-1] = mask.sum(axis=2)
-        in_deg[1:] = mask.sum(axis=1)
-        local_deg = (out_deg + in_deg).ravel()
-        local_start = np.concatenate(([0], np.cumsum(local_deg)[:-1]))
-        per_copy = int(local_deg.sum())
-        node_in = in_deg.ravel()
-        rank_out = (np.cumsum(mask, axis=2, dtype=np.int64) - mask)[t, m, j]
-        rank_in = (np.cumsum(mask, axis=1, dtype=np.int64) - mask)[t, m, j]
-        tail_local = t * n + m
-        head_local = tail_local + n + (j - m)
-        last = (depth - 1) * n + np.arange(n)
-        # Positions within one copy's rows; copy k's rows start after the
-        # source row (K·n arcs) and k earlier copies.
-        copy_fpos_inner = local_start[tail_local] + node_in[tail_local] + rank_out
-        copy_fpos_sink = local_start[last] + node_in[last]
-        copy_rpos_inner = local_start[head_local] + rank_in
-        copy_rpos_source = local_start[:n]
-        shift = (count * n + np.arange(count, dtype=np.int64) * per_copy)[:, None]
-        self.fpos = np.concatenate(
-            (
-                np.arange(count * n),
-                (shift + copy_fpos_inner).ravel(),
-                (shift + copy_fpos_sink).ravel(),
-            )
-        )
-        self.rpos = np.concatenate(
-            (
-                (shift + copy_rpos_source).ravel(),
-                (shift + copy_rpos_inner).ravel(),
-                count * n + count * per_copy + np.arange(count * n),
-            )
-        )
-        problems = np.arange(count, dtype=np.int64)
-        node_base = (1 + problems * block)[:, None]
-        tokens = np.arange(n, dtype=np.int64)
-        self.tails = np.concatenate(
-            (
-                np.zeros(count * n, dtype=np.int64),
-                (node_base + tail_local).ravel(),
-                (node_base + (depth - 1) * n + tokens).ravel(),
-            )
-        )
-        self.heads = np.concatenate(
-            (
-                (node_base + tokens).ravel(),
-                (node_base + head_local).ravel(),
-                np.full(count * n, sink, dtype=np.int64),
-            )
-        )
-        inner_caps = np.broadcast_to(stacked[t, m, j], (count, per)).ravel()
-        self.caps = np.concatenate((source_caps.ravel(), inner_caps, sink_caps.ravel()))
-        self.component = np.concatenate(
-            (np.repeat(problems, n), np.repeat(problems, per), np.repeat(problems, n))
-        )
-        self.num_edges = self.tails.size
-        self.sink_edges = np.arange(count * n + count * per, self.num_edges)
-        degree = np.concatenate(([count * n], np.tile(local_deg, count), [count * n]))
-        self.indptr = np.zeros(self.num_nodes + 1, dtype=np.int32)
-        np.cumsum(degree, out=self.indptr[1:])
-        self.indices = np.empty(2 * self.num_edges, dtype=np.int32)
-        self.indices[self.fpos] = self.heads
-        self.indices[self.rpos] = self.tails
-        self.row_of = np.repeat(np.arange(self.num_nodes, dtype=np.int32), degree)
-
-    def _build_own(
-        self,
-        stacked: np.ndarray,
-        source_caps: np.ndarray,
-        sink_caps: np.ndarray,
-        masks: np.ndarray,
-    ) -> None:
-        """Like the shared case, with masks (K, depth−1, n, n): one subgraph per problem."""
-        count, n = source_caps.shape
-        depth = self.depth
-        block = depth * n
-        sink = self.num_nodes - 1
-        k, t, m, j = np.nonzero(masks)  # sorted by (problem, layer, tail, head)
-        self.inner_index = (k, t, m, j)
-        out_deg = np.ones((count, depth, n), dtype=np.int64)
-        in_deg = np.ones((count, depth, n), dtype=np.int64)
-        out_deg[:, :-1] = masks.sum(axis=3)
-        in_deg[:, 1:] = masks.sum(axis=2)
-        degree = np.concatenate(([count * n], (out_deg + in_deg).ravel(), [count * n]))
-        indptr = np.zeros(self.num_nodes + 1, dtype=np.int64)
-        np.cumsum(degree, out=indptr[1:])
-        node_in = in_deg.ravel()
-        rank_out = (np.cumsum(masks, axis=3, dtype=np.int32) - masks)[k, t, m, j]
-        rank_in = (np.cumsum(masks, axis=2, dtype=np.int32) - masks)[k, t, m, j]
-        problems = np.repeat(np.arange(count), n)
-        tokens = np.tile(np.arange(n), count)
-        src_head = 1 + problems * block + tokens
-        in_tail = 1 + k * block + t * n + m
-        in_head = in_tail + n + (j - m)
-        snk_tail = 1 + problems * block + (depth - 1) * n + tokens
-        self.tails = np.concatenate((np.zeros(count * n, dtype=np.int64), in_tail, snk_tail))
-        self.heads = np.concatenate((src_head, in_head, np.full(count * n, sink)))
-        self.caps = np.concatenate((source_caps.ravel(), stacked[t, m, j], sink_caps.ravel()))
-        self.component = np.concatenate((problems, k, problems))
-        self.num_edges = self.tails.size
-        self.sink_edges = np.arange(count * n + k.size, self.num_edges)
-        self.fpos = np.concatenate(
-            (
-                np.arange(count * n),
-                indptr[in_tail] + node_in[in_tail - 1] + rank_out,
-                indptr[snk_tail] + node_in[snk_tail - 1],
-            )
-        )
-        self.rpos = np.concatenate(
-            (indptr[src_head], indptr[in_head] + rank_in, indptr[sink] + np.arange(count * n))
-        )
-        self.indices = np.empty(2 * self.num_edges, dtype=np.int32)
-        self.indices[self.fpos] = self.heads
-        self.indices[self.rpos] = self.tails
-        self.indptr = indptr.astype(np.int32)
-        self.row_of = np.repeat(np.arange(self.num_nodes, dtype=np.int32), degree)
-
-    def reachable(self, residual: np.ndarray) -> np.ndarray:
-        """Nodes reachable from node 0 over arcs with ``residual > 0``: bool (N,)."""
-        keep = residual > 0
-        counts = np.bincount(self.row_of[keep], minlength=self.num_nodes)
-        indptr = np.zeros(self.num_nodes + 1, dtype=np.int32)
-        np.cumsum(counts, out=indptr[1:])
-        graph = csr_array(
-            (np.ones(int(keep.sum()), dtype=np.int8), self.indices[keep], indptr),
-            shape=(self.num_nodes,) * 2,
-        )
-        order = breadth_first_order(graph, 0, directed=True, return_predecessors=False)
-        side = np.zeros(self.num_nodes, dtype=bool)
-        side[order] = True
-        return side
-
-
-def _flow_data(flow: csr_array, union: _Union) -> np.ndarray:
-    """scipy's net flows in the union structure's order (int64)."""
-    if np.array_equal(flow.indptr, union.indptr) and np.array_equal(flow.indices, union.indices):
-        return flow.data.astype(np.int64)
-    # Defensive path for a scipy that orders its result differently.
-    lookup = flow.tocsr()
-    lookup.sort_indices()
-    out = np.zeros(2 * union.num_edges, dtype=np.int64)
-    for u in range(union.num_nodes):
-        lo, hi = lookup.indptr[u], lookup.indptr[u + 1]
-        mine = slice(union.indptr[u], union.indptr[u + 1])
-        if hi > lo:
-            pos = np.searchsorted(lookup.indices[lo:hi], union.indices[mine])
-            out[mine] = lookup.data[lo:hi][np.minimum(pos, hi - lo - 1)]
-    return out
 
 
 def _strongest(matrix: np.ndarray, keep: int) -> np.ndarray:
