@@ -4,10 +4,10 @@ Python writes small examples here and the JS tests (js/test/fixtures.test.ts)
 read them: an attention example with its residual-adjusted maps, the paths
 every path method gives for a few nodes (``compute_paths``), each as the
 ``paths`` reply exactly as the kernel sends it (meta + buffers), wire
-encodings of every dtype (float16 plain and rescaled too), and the synced
-trait names of each view. The JS tests check that the TypeScript maths and
-decoders reproduce these numbers and that each TS trait interface names
-exactly the Python traits.
+encodings of every dtype (float16 plain and rescaled too), the synced trait
+names of each view and the keys of each FlowView message. The JS tests check
+that the TypeScript maths and decoders reproduce these numbers and that each
+TS trait interface and message schema names exactly the Python ones.
 
 The fixtures are committed. This test regenerates them and fails when the
 committed ones differ (beyond float rounding across machines), so Python and
@@ -22,7 +22,7 @@ import base64
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, get_type_hints
 
 import numpy as np
 import pytest
@@ -31,6 +31,7 @@ from attnwidget.explanation import Explanation
 from attnwidget.methods._graph import add_residual, fuse_heads
 from attnwidget.views import FlowView, HeadView, ModelView, SaliencyView
 from attnwidget.views._buffers import decode_array, encode_array
+from attnwidget.views._flow_messages import MESSAGES
 from attnwidget.views._paths import compute_paths, path_methods
 from attnwidget.views._standalone import _MACHINERY
 from attnwidget.views.flow_view import encode_paths
@@ -138,6 +139,11 @@ def traits_fixture() -> dict[str, list[str]]:
     }
 
 
+def messages_fixture() -> dict[str, list[str]]:
+    """FlowView's custom messages: the keys of each, by its ``type``."""
+    return {kind: sorted(get_type_hints(schema)) for kind, schema in MESSAGES.items()}
+
+
 def fixtures() -> dict[str, Any]:
     exp = explanation()
     return {
@@ -145,6 +151,7 @@ def fixtures() -> dict[str, Any]:
         "paths.json": paths_fixture(exp),
         "wire.json": wire_fixture(exp),
         "traits.json": traits_fixture(),
+        "messages.json": messages_fixture(),
     }
 
 

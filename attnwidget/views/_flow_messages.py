@@ -116,6 +116,18 @@ class ErrorReply(TypedDict):
     message: str
 
 
+#: Every message, by its ``type`` (the golden fixtures compare their keys with the TS schemas).
+MESSAGES: dict[str, type] = {
+    "compute": ComputeRequest,
+    "request": LayerRequest,
+    "progress": ProgressReply,
+    "paths": PathsReply,
+    "layer": LayerReply,
+    "stale": StaleReply,
+    "error": ErrorReply,
+}
+
+
 class _FlowMessages:
     """FlowView's answers to the page's requests (a mixin: FlowView holds the data)."""
 
@@ -137,15 +149,17 @@ class _FlowMessages:
         if kind in ("compute", "request") and content.get("version", self.version) != self.version:
             # Asked before the explanation or stack changed: the page asks again.
             if kind == "compute":
-                self.send({"type": "stale", "id": content.get("id"), "version": self.version})
+                stale = StaleReply(type="stale", id=content.get("id"), version=self.version)
+                self.send(stale)
             return
         try:
             if kind == "compute":
                 progress = _throttled(
                     lambda done, total: self.send(
-                        {"type": "progress", "id": content.get("id"), "done": done, "total": total}
+                        ProgressReply(type="progress", id=content.get("id"), done=done, total=total)
                     )
                 )
+                reply: PathsReply | LayerReply | ErrorReply
                 reply, buffers = self._compute_reply(content, progress=progress)
             elif kind == "request":
                 reply, buffers = self._layer_reply(content)
@@ -153,16 +167,14 @@ class _FlowMessages:
                 return
         except Exception as error:  # never raise into the comm: the page shows it
             log.warning("attnwidget FlowView: cannot serve %r: %s", content, error)
-            reply, buffers = (
-                {"type": "error", "id": content.get("id"), "message": str(error)},
-                [],
-            )
+            reply = ErrorReply(type="error", id=content.get("id"), message=str(error))
+            buffers = []
         self.send(reply, buffers=[memoryview(b) for b in buffers])
 
     def _compute_reply(
         self, content: dict[str, Any], progress: Callable[[int, int], None] | None = None
-    ) -> tuple[dict[str, Any], list[bytes]]:
-        """Answer a ``compute`` request: (reply JSON, its four buffers)."""
+    ) -> tuple[PathsReply, list[bytes]]:
+        """Answer a :class:`ComputeRequest`: (reply JSON, its four buffers)."""
         version = content.get("version", self.version)
         if version != self.version:
             raise ValueError(
@@ -177,16 +189,17 @@ class _FlowMessages:
             raise ValueError("token must be a token index, not -1.")
         result = self._paths(method, layer, token, progress=progress)
         meta, buffers = encode_paths(result)
-        meta.update({"type": "paths", "id": content.get("id"), "version": self.version})
-        return meta, buffers
+        reply = PathsReply(type="paths", id=content.get("id"), version=self.version, **meta)
+        return reply, buffers
 
-    def _layer_reply(self, content: dict[str, Any]) -> tuple[dict[str, Any], list[bytes]]:
+    def _layer_reply(self, content: dict[str, Any]) -> tuple[LayerReply, list[bytes]]:
+        """Answer a ``request`` for a layer (:class:`LayerRequest`): (reply JSON, W's buffer)."""
         layer = _as_int(content.get("layer"), "layer")
         layers = self.shape[0]
         if not 0 <= layer < layers:
             raise ValueError(f"layer {layer} out of range 0..{layers - 1}")
         data, _shape = encode_float32(self._fused[layer])
-        return {"type": "layer", "version": self.version, "layer": layer}, [data]
+        return LayerReply(type="layer", version=self.version, layer=layer), [data]
 
 
 def encode_paths(

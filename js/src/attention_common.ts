@@ -9,7 +9,7 @@ import type { AnyModel } from "@anywidget/types";
 
 import { pairBlock, type Range } from "./attention_layout";
 import { AttentionStore, Requester } from "./attention_store";
-import type { AttentionTraits, ChunkDescriptor, MatrixInfo, PairFilter } from "./attention_types";
+import type { AttentionError, AttentionReply, AttentionTraits, MatrixInfo, PairFilter } from "./attention_types";
 import { h } from "./dom";
 import type { Binary } from "./types";
 
@@ -156,13 +156,14 @@ export function attentionFeed(
     }
   };
   const onMessage = (content: unknown, buffers?: readonly Binary[]): void => {
-    const msg = content as { type?: string; message?: string };
+    // The kernel's replies (attention_types.ts); anything else is ignored.
+    const msg = content as AttentionReply | AttentionError | null | undefined;
     replies += 1;
     if (msg?.type === "attention") {
       try {
         const buffer = buffers?.[0];
         if (!buffer) throw new RangeError("attention reply without its data buffer");
-        store.ingest(content as ChunkDescriptor, buffer);
+        store.ingest(msg, buffer);
       } catch (error) {
         onError(error instanceof Error ? error.message : String(error));
         return;

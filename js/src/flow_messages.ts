@@ -55,6 +55,8 @@ export interface PathsReply {
   note: string;
   floor: number;
   dropped: number;
+  /** The buffers' float type (always "float32"; the index is uint32). */
+  dtype: "float32";
 }
 
 /** kernel -> page: one layer's float32 (n, n) W as the single buffer. */
@@ -81,7 +83,6 @@ export interface ErrorReply {
 }
 
 export type KernelMessage = ProgressReply | PathsReply | LayerReply | StaleReply | ErrorReply;
-export type PageMessage = ComputeRequest | LayerRequest;
 
 const KINDS: ReadonlySet<string> = new Set(["progress", "paths", "layer", "stale", "error"]);
 

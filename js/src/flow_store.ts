@@ -56,8 +56,7 @@ export interface InFlight {
   /** The cache key its reply is stored under. */
   key: string;
   method: string;
-  /** When it was sent and when the kernel was last heard about it (ms; 0: not yet). */
-  started: number;
+  /** When the kernel last reported on it (ms; 0: not yet): the page says when it stays silent. */
   heard: number;
 }
 
@@ -173,10 +172,10 @@ export class FlowStore {
   }
 
   /** Start a compute request for `sel` (the caller sends it); it is the one in flight. */
-  request(method: string, sel: Selection, key: string, now: number): ComputeRequest {
+  request(method: string, sel: Selection, key: string): ComputeRequest {
     if (!this.data) throw new RangeError("no data to compute paths for");
     const id = this.nextId++;
-    this.inflight = { id, key, method, started: now, heard: 0 };
+    this.inflight = { id, key, method, heard: 0 };
     return { type: "compute", id, version: this.data.version, method, layer: sel.layer, token: sel.token };
   }
 }

@@ -174,7 +174,7 @@ export function renderFlowView({ model, el }: { model: Model; el: HTMLElement })
   };
 
   const send = (method: string, sel: Selection, key: string): void => {
-    const request = store.request(method, sel, key, Date.now());
+    const request = store.request(method, sel, key);
     const id = request.id;
     model.send(request);
     stopTimers();

@@ -1,12 +1,14 @@
 /**
- * The synced traits of every view as runtime name lists, so the JS tests can
- * compare them with the Python classes' (test/fixtures/traits.json, written
- * by tests/test_fixtures_js.py). Each list is a Record over `keyof` its
+ * The synced traits of every view, and the keys of FlowView's messages, as
+ * runtime name lists, so the JS tests can compare them with Python's
+ * (test/fixtures/traits.json and messages.json, written by
+ * tests/test_fixtures_js.py). Each list is a Record over `keyof` its
  * interface: the compiler rejects a name the interface lacks and a list that
  * misses one, so interface, list and Python cannot drift apart silently.
  * Only the tests import this module (it is not in the bundle).
  */
 import type { AttentionTraits, HeadTraits, ModelTraits } from "./attention_types";
+import type { ComputeRequest, ErrorReply, LayerReply, LayerRequest, PathsReply, ProgressReply, StaleReply } from "./flow_messages";
 import type { FlowTraits } from "./flow_types";
 import type { SaliencyTraits } from "./types";
 
@@ -36,4 +38,20 @@ const flow: Names<FlowTraits> = {
 /** Trait names per `_view` value, sorted. */
 export const TRAIT_NAMES: Record<string, string[]> = Object.fromEntries(
   Object.entries({ saliency, head, model, flow }).map(([view, names]) => [view, Object.keys(names).sort()]),
+);
+
+const compute: Names<ComputeRequest> = { type: true, id: true, version: true, method: true, layer: true, token: true };
+const request: Names<LayerRequest> = { type: true, version: true, layer: true };
+const progress: Names<ProgressReply> = { type: true, id: true, done: true, total: true };
+const paths: Names<PathsReply> = {
+  type: true, id: true, version: true, method: true, layer: true, token: true, shape: true, counts: true,
+  signed: true, note: true, floor: true, dropped: true, dtype: true,
+};
+const layer: Names<LayerReply> = { type: true, version: true, layer: true };
+const stale: Names<StaleReply> = { type: true, id: true, version: true };
+const error: Names<ErrorReply> = { type: true, id: true, message: true };
+
+/** FlowView's message keys per `type` value, sorted. */
+export const FLOW_MESSAGE_KEYS: Record<string, string[]> = Object.fromEntries(
+  Object.entries({ compute, request, progress, paths, layer, stale, error }).map(([type, names]) => [type, Object.keys(names).sort()]),
 );

@@ -9,7 +9,8 @@ import { describe, test } from "node:test";
 import { decodeArray, type WireMeta } from "../src/buffers";
 import { decodePathsReply, productPaths, rawPaths, residualAdjust, type PathData } from "../src/flow_paths";
 import type { PathsReply } from "../src/flow_messages";
-import { TRAIT_NAMES } from "../src/trait_names";
+import { FLOW_MESSAGE_KEYS, TRAIT_NAMES } from "../src/trait_names";
+import messages from "./fixtures/messages.json";
 import attention from "./fixtures/attention.json";
 import paths from "./fixtures/paths.json";
 import traits from "./fixtures/traits.json";
@@ -104,5 +105,14 @@ describe("trait interfaces name exactly the Python traits", () => {
   });
   for (const [view, names] of Object.entries(traits)) {
     test(view, () => assert.deepEqual(TRAIT_NAMES[view], names));
+  }
+});
+
+describe("FlowView message schemas name exactly the Python TypedDicts' keys", () => {
+  test("the same message types", () => {
+    assert.deepEqual(Object.keys(FLOW_MESSAGE_KEYS).sort(), Object.keys(messages).sort());
+  });
+  for (const [type, keys] of Object.entries(messages)) {
+    test(type, () => assert.deepEqual(FLOW_MESSAGE_KEYS[type], keys));
   }
 });

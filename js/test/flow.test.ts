@@ -120,7 +120,7 @@ describe("sparse edges and kernel replies", () => {
     const totals = new Float32Array([0.5, 1]);
     const meta: PathsReply = {
       type: "paths", id: 1, version: 1, method: "flow", layer: 2, token: 0, shape: [2, 2],
-      counts: [1, 2], signed: false, note: "n", floor: 1e-6, dropped: 0,
+      counts: [1, 2], signed: false, note: "n", floor: 1e-6, dropped: 0, dtype: "float32",
     };
     const data = decodePathsReply(meta, [new DataView(nodes.buffer), new DataView(index.buffer), new DataView(values.buffer), new DataView(totals.buffer)]);
     assert.equal(data.layers, 2);

@@ -94,11 +94,11 @@ describe("FlowStore paths and cache", () => {
 
   test("request makes the compute message and tracks it, ids increasing", () => {
     const store = loaded();
-    const first = store.request("flow", { layer: 2, token: 1 }, "k1", 100);
+    const first = store.request("flow", { layer: 2, token: 1 }, "k1");
     assert.deepEqual(first, { type: "compute", id: first.id, version: 5, method: "flow", layer: 2, token: 1 });
-    const second = store.request("flow", { layer: 2, token: 2 }, "k2", 200);
+    const second = store.request("flow", { layer: 2, token: 2 }, "k2");
     assert.ok(second.id > first.id);
-    assert.deepEqual(store.inflight, { id: second.id, key: "k2", method: "flow", started: 200, heard: 0 });
+    assert.deepEqual(store.inflight, { id: second.id, key: "k2", method: "flow", heard: 0 });
   });
 });
 
@@ -115,7 +115,7 @@ describe("receive: kernel replies applied to the store", () => {
 
   test("a paths reply is cached under the request's key and ends it", () => {
     const store = fiveTokens();
-    const request = store.request("flow", { layer: entry.layer, token: entry.token }, "key", 0);
+    const request = store.request("flow", { layer: entry.layer, token: entry.token }, "key");
     assert.deepEqual(receive(store, { ...content, id: request.id + 1 }, buffers, 1), { kind: "ignored" });
     assert.deepEqual(receive(store, { ...content, id: request.id }, buffers, 1), { kind: "done" });
     assert.equal(store.inflight, null);
@@ -125,14 +125,14 @@ describe("receive: kernel replies applied to the store", () => {
 
   test("a reply for another data version is dropped, but the request still ends", () => {
     const store = fiveTokens();
-    const request = store.request("flow", { layer: 1, token: 0 }, "key", 0);
+    const request = store.request("flow", { layer: 1, token: 0 }, "key");
     assert.deepEqual(receive(store, { ...content, id: request.id, version: content.version - 1 }, buffers, 1), { kind: "done" });
     assert.equal(store.cached("key"), undefined);
   });
 
   test("progress marks the request heard; stale ends it", () => {
     const store = fiveTokens();
-    const { id } = store.request("flow", { layer: 1, token: 0 }, "key", 0);
+    const { id } = store.request("flow", { layer: 1, token: 0 }, "key");
     assert.deepEqual(receive(store, { type: "progress", id, done: 2, total: 9 }, [], 42), { kind: "progress", done: 2, total: 9 });
     assert.equal(store.inflight?.heard, 42);
     assert.deepEqual(receive(store, { type: "stale", id, version: 1 }, [], 43), { kind: "done" });
@@ -141,13 +141,13 @@ describe("receive: kernel replies applied to the store", () => {
 
   test("errors: the kernel's, and a reply that does not decode, end the request", () => {
     const store = fiveTokens();
-    let { id } = store.request("flow", { layer: 1, token: 0 }, "key", 0);
+    let { id } = store.request("flow", { layer: 1, token: 0 }, "key");
     assert.deepEqual(receive(store, { type: "error", id: id + 7, message: "other" }, [], 1), { kind: "ignored" });
     const failed = receive(store, { type: "error", id, message: "boom" }, [], 1);
     assert.equal(failed.kind, "failed");
     assert.equal(failed.kind === "failed" && failed.error.message, "boom");
     assert.equal(store.inflight, null);
-    ({ id } = store.request("flow", { layer: 1, token: 0 }, "key", 0));
+    ({ id } = store.request("flow", { layer: 1, token: 0 }, "key"));
     const broken = receive(store, { ...content, id }, buffers.slice(0, 3), 1);
     assert.equal(broken.kind === "failed" && broken.request, true);
     assert.equal(store.inflight, null);
