@@ -233,10 +233,11 @@ def _check_pooled_row(
     where = f"position {pooled[0]}" if len(pooled) == 1 else "its first (CLS) or last token"
     raise InputError(
         f"query_index={query_index} asks for row {row}, but a sequence classifier computes "
-        f"its logit from one pooled position ({where}); {', '.join(explaining)} explain "
-        f"that logit, not row {row}, so one explanation would mix two meanings. Leave "
-        "query_index unset to explain the prediction, or request only attention methods "
-        f"({', '.join(readers)}), which can read any row."
+        f"its logit from one pooled position ({where}); the requested methods that explain "
+        f"the logit ({', '.join(explaining)}) would explain that position, not row {row}, "
+        "so one explanation would mix two meanings. Leave query_index unset to explain the "
+        f"prediction, or request only attention methods ({', '.join(readers)}), which can "
+        "read any row."
     )
 
 

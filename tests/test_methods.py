@@ -212,3 +212,44 @@ def test_from_attentions_scores_the_query_row() -> None:
         attnwidget.Explanation.from_attentions(a, ["a", "b"])
     with pytest.raises(attnwidget.ModelNotSupportedError, match="explain"):
         attnwidget.Explanation.from_attentions(a, ["a", "b", "c"], methods=["grad_attention"])
+
+
+def test_register_checks_the_declared_options() -> None:
+    from attnwidget.methods.options import Option
+
+    def score(context):  # never registered: register() refuses first
+        return context.attentions[-1, 0, 0]
+
+    twice = (Option("k", int, 1, "a"), Option("k", int, 2, "b"))
+    with pytest.raises(ValueError, match="declares an option twice"):
+        attnwidget.register(
+            "test_twice", needs={"attentions"}, summary="", reference="", options=twice
+        )(score)
+    bad_default = (Option("mode", str, "up", "direction", choices=("left", "right")),)
+    with pytest.raises(InputError, match=r"'up' is not allowed; choose one of 'left', 'right'"):
+        attnwidget.register(
+            "test_bad_default", needs={"attentions"}, summary="", reference="", options=bad_default
+        )(score)
+    assert "test_twice" not in attnwidget.available_methods()
+    assert "test_bad_default" not in attnwidget.available_methods()
+
+
+def test_a_hand_built_context_gets_checked_complete_options() -> None:
+    from attnwidget.methods import ScoreContext
+
+    a = random_attention(np.random.default_rng(9), 2, 2, 4)
+    context = ScoreContext(attentions=a, query_index=1, options={"rollout": {"residual": False}})
+    assert context.options_for("rollout") == {
+        "layer": -1,
+        "head_fusion": "mean",
+        "residual": False,
+        "discard_ratio": 0.0,
+        "keep_columns": (0,),
+    }
+    # the method reads them: no residual, rows re-normalised, layers multiplied by hand
+    fused = a.mean(axis=1)
+    expected = (fused[1] / fused[1].sum(-1, keepdims=True)) @ (
+        fused[0] / fused[0].sum(-1, keepdims=True)
+    )
+    scores, _ = attnwidget.methods.compute_scores(["rollout"], context)
+    assert np.allclose(scores["rollout"], expected[1], atol=1e-6)

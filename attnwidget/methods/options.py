@@ -78,6 +78,8 @@ class Option:
         """Return ``value`` converted to the option's type, or raise InputError."""
         converted = self._convert(value)
         where = f"method_options[{method!r}][{self.name!r}]"
+        if isinstance(value, (float, np.floating)) and not math.isfinite(value):
+            raise InputError(f"{where}={value!r} must be a finite number ({self.doc}).")
         if converted is _INVALID:
             raise InputError(
                 f"{where}={_short(value)} has type {type(value).__name__}; it must be "
@@ -107,6 +109,8 @@ class Option:
         if isinstance(value, np.ndarray):
             return value if np.ndarray in types else _INVALID
         if tuple in types and isinstance(value, (list, tuple)):
+            if self.items is None:  # any elements
+                return tuple(value)
             items = [Option("", self.items, None, "")._convert(v) for v in value]
             return _INVALID if any(v is _INVALID for v in items) else tuple(items)
         return _INVALID
