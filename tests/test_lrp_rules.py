@@ -21,10 +21,12 @@ from attnwidget.relevance.lrp.families import (
     Installer,
     activation,
     epsilon_layer,
-    gated_product,
+    install_rules,
     layer_norm,
     rms_norm,
+    roles,
 )
+from attnwidget.relevance.lrp.inline import InlineRules
 from attnwidget.relevance.lrp.rules import uniform_rule
 
 
@@ -188,21 +190,26 @@ class GatedMLP(nn.Module):
         return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))
 
 
+def run_with_rules(module: nn.Module, x: torch.Tensor, r_out: torch.Tensor):
+    """Leaf rules by role and the inline rules, one pass seeded with ``R_out / out``."""
+    installer = Installer(epsilon=0.0)
+    install_rules(module, installer, roles(module))
+    try:
+        with InlineRules(installer.state):
+            out = module(x)
+            (grad,) = torch.autograd.grad(out, [x], grad_outputs=r_out / out)
+    finally:
+        installer.remove()
+    assert not any(m._forward_hooks or m._forward_pre_hooks for m in module.modules())
+    return out, grad
+
+
 def test_gated_mlp_rules_by_formula_and_conservation() -> None:
     torch.manual_seed(3)
     mlp = GatedMLP()
     x = torch.randn(2, 3, requires_grad=True)
-    installer = Installer(epsilon=0.0)
-    for module in (mlp.gate_proj, mlp.up_proj, mlp.down_proj):
-        epsilon_layer(module, installer)
-    activation(mlp.act_fn, installer)
-    gated_product("act_fn", "up_proj")(mlp, installer)
     r_out = torch.randn(2, 3)
-    try:
-        out = mlp(x)
-        (grad,) = torch.autograd.grad(out, [x], grad_outputs=r_out / out)
-    finally:
-        installer.remove()
+    out, grad = run_with_rules(mlp, x, r_out)
     # by hand: z-rule on down, half to each factor, identity through SiLU, z-rule on gate/up
     with torch.no_grad():
         g, u = mlp.gate_proj(x), mlp.up_proj(x)

@@ -129,6 +129,52 @@ def seq2seq_tokenizer() -> PreTrainedTokenizerFast:
     )
 
 
+@functools.cache
+def sentencepiece_tokenizer(template: str = "roberta") -> PreTrainedTokenizerFast:
+    """A SentencePiece-style Unigram tokenizer (``▁`` marks a leading space).
+
+    Like XLM-R's, CamemBERT's and Gemma's: a fixed vocabulary (so ids are the
+    same in every process) of whole words ``▁word``, a few words left to be
+    split, and every character alone and after ``▁``. ``template`` is
+    ``"roberta"`` (``<s> a </s></s> b </s>``) or ``"bos"`` (``<s> a``).
+    """
+    specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
+    split_words = {"keys", "cabinet", "table"}
+    words = sorted({w for line in CORPUS for w in line.split()} - split_words)
+    chars = sorted({c for line in CORPUS for c in line if c != " "})
+    pieces = ["▁ke", "ys", "▁cab", "in", "et", "▁tab", "le"]
+    vocab = [(t, 0.0) for t in specials]
+    vocab += [(f"▁{w}", -1.0 - 0.01 * i) for i, w in enumerate(words)]
+    vocab += [(p, -2.0) for p in pieces]
+    vocab += [(c, -5.0) for c in chars] + [(f"▁{c}", -6.0) for c in chars] + [("▁", -8.0)]
+    unique = list(dict((t, score) for t, score in vocab).items())
+    tok = Tokenizer(models.Unigram(unique, unk_id=3, byte_fallback=False))
+    tok.normalizer = normalizers.Lowercase()
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always")
+    tok.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always")
+    if template == "roberta":
+        tok.post_processor = processors.TemplateProcessing(
+            single="<s> $A </s>",
+            pair="<s> $A </s> </s> $B:1 </s>:1",
+            special_tokens=[("<s>", 0), ("</s>", 2)],
+        )
+    else:
+        tok.post_processor = processors.TemplateProcessing(
+            single="<s> $A", pair="<s> $A <s> $B:1", special_tokens=[("<s>", 0)]
+        )
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        bos_token="<s>",
+        eos_token="</s>",
+        unk_token="<unk>",
+        pad_token="<pad>",
+        mask_token="<mask>",
+        cls_token="<s>",
+        sep_token="</s>",
+        model_max_length=64,
+    )
+
+
 SMALL = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64)
 
 
@@ -204,6 +250,9 @@ def build(family: str, seed: int = 0):
             "mistral-lm": (tf.MistralConfig, tf.MistralForCausalLM),
         }[family]
         return model_cls(config_cls(**common)), tok
+    model = _more_families(tf, family, labels)
+    if model is not None:
+        return model
     if family == "t5":
         tok = seq2seq_tokenizer()
         config = tf.T5Config(
@@ -241,6 +290,130 @@ def build(family: str, seed: int = 0):
     raise KeyError(family)
 
 
+#: Rows a padded embedding matrix has beyond the tokenizer (Phi-3, GPT-NeoX configs).
+PADDING = 20
+
+
+def _more_families(tf, family: str, labels: dict):
+    """The families added for structure-based LRP: RoBERTa copies, ALBERT, Gemma,
+    Phi-3, GPT-NeoX, OPT, Mixtral, and the refused MPNet, DeBERTa-v2 and Falcon."""
+    sp, wp = sentencepiece_tokenizer(), wordpiece_tokenizer()
+    if family in {"xlm-roberta-cls", "camembert-mlm"}:
+        config_cls, model_cls = {
+            "xlm-roberta-cls": (tf.XLMRobertaConfig, tf.XLMRobertaForSequenceClassification),
+            "camembert-mlm": (tf.CamembertConfig, tf.CamembertForMaskedLM),
+        }[family]
+        config = config_cls(
+            **SMALL,
+            vocab_size=len(sp),
+            max_position_embeddings=70,
+            pad_token_id=sp.pad_token_id,
+            bos_token_id=0,
+            eos_token_id=2,
+            type_vocab_size=1,
+            **labels,
+        )
+        return model_cls(config), sp
+    if family == "albert-cls":
+        config = tf.AlbertConfig(
+            **SMALL,
+            vocab_size=len(wp),
+            embedding_size=16,
+            max_position_embeddings=64,
+            pad_token_id=0,
+            hidden_act="gelu_new",
+            **labels,
+        )
+        return tf.AlbertForSequenceClassification(config), wp
+    if family == "mpnet-cls":
+        config = tf.MPNetConfig(**SMALL, vocab_size=len(wp), pad_token_id=0, **labels)
+        return tf.MPNetForSequenceClassification(config), wp
+    if family == "deberta-v2-cls":
+        config = tf.DebertaV2Config(
+            **SMALL, vocab_size=len(wp), pad_token_id=0, max_position_embeddings=64, **labels
+        )
+        return tf.DebertaV2ForSequenceClassification(config), wp
+    rope = {"rope_type": "default", "rope_theta": 10000.0}
+    bos = bytelevel_tokenizer(bos=True)
+    causal = dict(SMALL, max_position_embeddings=64)
+    if family == "gemma-lm":
+        tok = sentencepiece_tokenizer("bos")
+        config = tf.GemmaConfig(
+            **causal,
+            vocab_size=len(tok),
+            num_key_value_heads=2,
+            head_dim=8,
+            hidden_activation="gelu_pytorch_tanh",
+            pad_token_id=tok.pad_token_id,
+            bos_token_id=0,
+            eos_token_id=2,
+        )
+        return tf.GemmaForCausalLM(config), tok
+    if family == "phi3-lm":
+        config = tf.Phi3Config(
+            **causal,
+            vocab_size=len(bos) + PADDING,
+            num_key_value_heads=2,
+            rope_parameters=dict(rope, partial_rotary_factor=0.5),
+            pad_token_id=bos.pad_token_id,
+            bos_token_id=1,
+            eos_token_id=2,
+        )
+        return tf.Phi3ForCausalLM(config), bos
+    if family == "gpt-neox-lm":
+        config = tf.GPTNeoXConfig(
+            **causal,
+            vocab_size=len(bos) + PADDING,
+            use_parallel_residual=True,
+            rope_parameters=dict(rope, partial_rotary_factor=0.25),
+            pad_token_id=bos.pad_token_id,
+            bos_token_id=1,
+            eos_token_id=2,
+        )
+        return tf.GPTNeoXForCausalLM(config), bos
+    if family == "opt-lm":
+        config = tf.OPTConfig(
+            vocab_size=len(bos),
+            hidden_size=32,
+            num_hidden_layers=2,
+            ffn_dim=64,
+            num_attention_heads=4,
+            word_embed_proj_dim=16,  # project_in / project_out around the stack, as OPT-350m
+            max_position_embeddings=64,
+            activation_function="relu",
+            pad_token_id=bos.pad_token_id,
+            bos_token_id=1,
+            eos_token_id=2,
+        )
+        return tf.OPTForCausalLM(config), bos
+    if family == "mixtral-lm":
+        config = tf.MixtralConfig(
+            **causal,
+            vocab_size=len(bos),
+            num_key_value_heads=2,
+            num_local_experts=4,
+            num_experts_per_tok=2,
+            pad_token_id=bos.pad_token_id,
+            bos_token_id=1,
+            eos_token_id=2,
+        )
+        return tf.MixtralForCausalLM(config), bos
+    if family == "falcon-lm":
+        config = tf.FalconConfig(
+            vocab_size=len(bos),
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            parallel_attn=True,
+            alibi=False,
+            pad_token_id=bos.pad_token_id,
+            bos_token_id=1,
+            eos_token_id=2,
+        )
+        return tf.FalconForCausalLM(config), bos
+    return None
+
+
 FAMILIES = [
     "bert-cls",
     "bert-mlm",
@@ -255,3 +428,23 @@ FAMILIES = [
     "t5",
     "bart",
 ]
+
+#: Families added for LRP by structure (tests/test_lrp*.py); not in FAMILIES,
+#: whose capture tests expect the query rows of the families above.
+MORE_FAMILIES = [
+    "xlm-roberta-cls",
+    "camembert-mlm",
+    "albert-cls",
+    "gemma-lm",
+    "phi3-lm",
+    "gpt-neox-lm",
+    "opt-lm",
+    "mixtral-lm",
+]
+
+#: Families LRP refuses, with the module class that blocks each.
+REFUSED_FAMILIES = {
+    "mpnet-cls": "MPNetSelfAttention",
+    "deberta-v2-cls": "DisentangledSelfAttention",
+    "falcon-lm": "FalconAttention",
+}

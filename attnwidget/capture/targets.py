@@ -8,7 +8,7 @@ import numpy as np
 
 from ..errors import InputError
 from .kinds import ENCODER
-from .tokens import readable_token
+from .tokens import token_label
 
 
 def resolve_target(
@@ -84,8 +84,7 @@ def _label(target_id: int, *, kind: str, model: Any, tokenizer: Any) -> Any:
     if kind == ENCODER:
         id2label = getattr(model.config, "id2label", None) or {}
         return id2label.get(target_id, id2label.get(str(target_id), target_id))
-    token = tokenizer.convert_ids_to_tokens(target_id)
-    return readable_token(token, tokenizer, special=target_id in tokenizer.all_special_ids)
+    return token_label(target_id, tokenizer)
 
 
 def resolve_query_index(query_index: int | None, default: int, n: int) -> int:

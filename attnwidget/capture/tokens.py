@@ -13,12 +13,44 @@ _SPACE_MARKERS = ("Ġ", "▁")
 _SYMBOL_FOR = {"Ċ": "⏎", "\n": "⏎", "\t": "⇥", "ĉ": "⇥"}
 
 
-def readable_token(raw: str, tokenizer: Any, *, special: bool) -> str:
+def unknown_token(token_id: int | None) -> str:
+    """The label of an id the tokenizer has no text for: ``<id 50300>``.
+
+    Models often pad their embedding matrix beyond the tokenizer's vocabulary
+    (a multiple of 64 or 128 rows, e.g. Phi-3 and GPT-NeoX configs); those
+    ids can be predicted but ``convert_ids_to_tokens`` returns None for them.
+    """
+    return "<unknown>" if token_id is None else f"<id {int(token_id)}>"
+
+
+def token_text(tokenizer: Any, token_id: int) -> str | None:
+    """``convert_ids_to_tokens(token_id)``, or None when the tokenizer has no such id."""
+    try:
+        raw = tokenizer.convert_ids_to_tokens(int(token_id))
+    except (IndexError, KeyError, ValueError, OverflowError, TypeError):
+        return None  # slow tokenizers raise for ids past their vocabulary
+    return raw if isinstance(raw, str) else None
+
+
+def token_label(token_id: int, tokenizer: Any) -> str:
+    """A readable label for one token id, also for ids past the tokenizer's vocabulary."""
+    raw = token_text(tokenizer, token_id)
+    special = int(token_id) in (getattr(tokenizer, "all_special_ids", None) or [])
+    return readable_token(raw, tokenizer, special=special, token_id=token_id)
+
+
+def readable_token(
+    raw: str | None, tokenizer: Any, *, special: bool, token_id: int | None = None
+) -> str:
     """Token text without tokenizer markup: ``Ġdog`` -> ``dog``, ``##ing`` -> ``ing``.
 
     Special tokens keep their form (``[CLS]``, ``</s>``). A token that is
-    only whitespace is shown as a visible symbol rather than as nothing.
+    only whitespace is shown as a visible symbol rather than as nothing. A
+    token the tokenizer has no text for (``raw`` None: an id in a padded
+    vocabulary) is shown as ``<id N>`` (:func:`unknown_token`).
     """
+    if raw is None:
+        return unknown_token(token_id)
     if special:
         return raw
     if raw in _SYMBOL_FOR:

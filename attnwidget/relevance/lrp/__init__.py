@@ -5,7 +5,9 @@ attention, norms and gating, run as one modified backward pass of the model.
 
 Modules: :mod:`.rules` (the rules as autograd functions),
 :mod:`.attention` (the attention function with the softmax and matmul
-rules), :mod:`.families` (the rule table per module type and family),
+rules), :mod:`.structure` (each leaf module's role, from what it computes),
+:mod:`.inline` (rules on operations written inline in a ``forward``),
+:mod:`.families` (the rules installed per role),
 :mod:`.engine` (install the rules for one pass and restore the model),
 :mod:`.result` (:func:`run_lrp`: one pass for a captured example).
 The registered methods that use it are :mod:`attnwidget.methods.lrp` and
@@ -15,17 +17,15 @@ The registered methods that use it are :mod:`attnwidget.methods.lrp` and
 from __future__ import annotations
 
 from .engine import LRPRecorder, lrp_rules
-from .families import Family, register_family, supported_model_types
+from .families import supported_model_types
 from .result import LRPResult, run_lrp
 from .rules import DEFAULT_EPSILON
 
 __all__ = [
     "DEFAULT_EPSILON",
-    "Family",
     "LRPRecorder",
     "LRPResult",
     "lrp_rules",
-    "register_family",
     "run_lrp",
     "supported_model_types",
 ]

@@ -54,6 +54,9 @@ class AttentionLedger:
 
     logit_relevance: list[torch.Tensor | None] = field(default_factory=list)
     calls: int = 0
+    #: the pass's :class:`~.inline.InlineState`: suspended inside this function,
+    #: whose products already get their rules here.
+    inline: Any = None
 
 
 _ACTIVE: ContextVar[AttentionLedger | None] = ContextVar("attnwidget_lrp_pass", default=None)
@@ -102,6 +105,24 @@ def lrp_attention(
                 f"attention with {name!r} has no LRP rule here; only plain softmax attention."
             )
     ledger = _ACTIVE.get()
+    inline = getattr(ledger, "inline", None)
+    if inline is None:
+        return _attention(query, key, value, attention_mask, scaling, ledger)
+    inline.suspended += 1
+    try:
+        return _attention(query, key, value, attention_mask, scaling, ledger)
+    finally:
+        inline.suspended -= 1
+
+
+def _attention(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    scaling: float | None,
+    ledger: AttentionLedger | None,
+) -> tuple[torch.Tensor, torch.Tensor]:
     if scaling is None:
         scaling = query.shape[-1] ** -0.5
     key = _repeat_heads(key, query.shape[1])

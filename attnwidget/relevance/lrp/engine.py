@@ -18,8 +18,10 @@ import torch
 from torch import nn
 
 from ...capture.state import _all_configs
+from ...errors import ModelNotSupportedError
 from .attention import IMPLEMENTATION, AttentionLedger, active_pass, register
-from .families import Family, Installer, check_supported, install_rules, submodule
+from .families import Installer, install_rules, roles
+from .inline import InlineRules
 from .rules import DEFAULT_EPSILON
 
 register()
@@ -53,16 +55,30 @@ class LRPRecorder:
 
     ``ledger``: per-layer relevance of the attention logits (see
     :mod:`.attention`); ``layers``: one probe per block input plus one for the
-    last block's output (the residual stream); ``inputs``: the full input
-    vector (token + position + segment embeddings) when the family adds
-    position embeddings, else None.
+    last block's output (the residual stream); ``sources``: the outputs of the
+    other embedding lookups the model adds to the token embeddings (positions,
+    segments), whose relevance is the position share of the input.
+
+    A block is a module held in an ``nn.ModuleList`` inside which an attention
+    call happened (the innermost such module, so ALBERT's shared layer counts
+    once per use); its input is probed each time it runs.
     """
 
-    family: Family
     epsilon: float
     ledger: AttentionLedger = field(default_factory=AttentionLedger)
     layers: list[Probe] = field(default_factory=list)
-    inputs: Probe | None = None
+    sources: list[Probe] = field(default_factory=list)
+
+    def source_relevance(self) -> torch.Tensor | None:
+        """(B, n) relevance of the position and segment embeddings, or None if there are none."""
+        total = None
+        for probe in self.sources:
+            value = probe.relevance()
+            if value is None:
+                continue
+            value = value if value.ndim >= 2 else value.unsqueeze(0)
+            total = value if total is None else total + value
+        return total
 
 
 def _hidden(value: Any) -> torch.Tensor:
@@ -73,15 +89,18 @@ def _hidden(value: Any) -> torch.Tensor:
 def lrp_rules(model: nn.Module, *, epsilon: float = DEFAULT_EPSILON) -> Iterator[LRPRecorder]:
     """Context manager: the model computes AttnLRP relevance as input × gradient.
 
-    Use it around one forward pass (eval mode, batch of one or more
+    Use it around one forward pass (eval mode, frozen parameters as
+    :func:`attnwidget.capture.capture_ready` leaves them, batch of one or more
     same-length inputs, in the thread that entered the context: the attention
     function finds the pass through a context variable) and a backward pass
-    from the target logit. Raises
-    :class:`ModelNotSupportedError` for a family without rules. Restores the
-    attention implementation of every config and removes every hook on exit.
+    from the target logit. Every leaf module's role is decided first
+    (:func:`.families.roles`); a module without one raises
+    :class:`ModelNotSupportedError` before anything is changed. Restores the
+    attention (and experts) implementation of every config and removes every
+    hook on exit, also after an error.
 
     Args:
-        model: a stock Hugging Face model of a supported family.
+        model: a stock Hugging Face model (encoder or decoder).
         epsilon: ε of the ε-rule on linear layers and norms (0 gives LRP-0,
             the plain gradient × input on them).
 
@@ -90,33 +109,50 @@ def lrp_rules(model: nn.Module, *, epsilon: float = DEFAULT_EPSILON) -> Iterator
     """
     if epsilon < 0:
         raise ValueError(f"epsilon={epsilon} must be ≥ 0.")
-    family = check_supported(model)
+    config = getattr(model, "config", None)
+    if getattr(config, "is_encoder_decoder", False):
+        raise ModelNotSupportedError(
+            f"LRP covers encoder-only and decoder-only models; {type(model).__name__} is an "
+            "encoder-decoder model (its cross-attention has no LRP bookkeeping here)."
+        )
+    leaf_roles = roles(model)  # raises for a module without a role, before any change
     configs = _all_configs(model)
-    saved = [(c, c.__dict__.get("_attn_implementation_internal", _MISSING)) for c in configs]
-    recorder = LRPRecorder(family=family, epsilon=float(epsilon))
+    saved = [
+        (c, name, c.__dict__.get(name, _MISSING))
+        for c in configs
+        for name in ("_attn_implementation_internal", "_experts_implementation_internal")
+    ]
+    recorder = LRPRecorder(epsilon=float(epsilon))
     installer = Installer(epsilon=float(epsilon))
+    recorder.ledger.inline = installer.state
     token = None
     try:
         _switch(model, configs)
-        install_rules(model, family, installer)
-        _install_probes(model, family, recorder, installer)
+        install_rules(model, installer, leaf_roles)
+        _install_probes(model, recorder, installer)
         token = active_pass().set(recorder.ledger)
-        yield recorder
+        with InlineRules(installer.state):
+            yield recorder
     finally:
         if token is not None:
             active_pass().reset(token)
         installer.remove()
-        for config, value in saved:
+        for config_, name, value in saved:
             if value is _MISSING:
-                config.__dict__.pop("_attn_implementation_internal", None)
+                config_.__dict__.pop(name, None)
             else:
-                config._attn_implementation_internal = value
+                config_.__dict__[name] = value
 
 
 _MISSING = object()
 
 
 def _switch(model: nn.Module, configs: list[Any]) -> None:
+    for config in configs:
+        # Mixture-of-experts layers dispatch on this; the eager loop is what the
+        # inline rules see (F.linear per expert, the gated product, the weights).
+        if "_experts_implementation_internal" in config.__dict__:
+            config.__dict__["_experts_implementation_internal"] = "eager"
     setter = getattr(model, "set_attn_implementation", None)
     if callable(setter):
         try:
@@ -129,27 +165,55 @@ def _switch(model: nn.Module, configs: list[Any]) -> None:
             config._attn_implementation_internal = IMPLEMENTATION
 
 
-def _install_probes(
-    model: nn.Module, family: Family, recorder: LRPRecorder, installer: Installer
-) -> None:
-    blocks = list(submodule(model, family.layers))
-    recorder.layers = [Probe() for _ in range(len(blocks) + 1)]
-    for probe, block in zip(recorder.layers, blocks, strict=False):
+def _install_probes(model: nn.Module, recorder: LRPRecorder, installer: Installer) -> None:
+    """Block inputs (per attention-holding block call) and embedding-lookup outputs."""
+    ledger = recorder.ledger
+    blocks = {id(m) for lst in model.modules() if isinstance(lst, nn.ModuleList) for m in lst}
+    frames: list[dict[str, Any]] = []
+    done: list[tuple[Probe, Probe]] = []
 
-        def before(_m: nn.Module, args: tuple, kwargs: dict, probe: Probe = probe) -> None:
-            probe.watch(args[0] if args else kwargs["hidden_states"])
+    def before(_m: nn.Module, args: tuple, kwargs: dict) -> None:
+        probe = Probe()
+        hidden = args[0] if args else kwargs.get("hidden_states")
+        if isinstance(hidden, torch.Tensor):
+            probe.watch(hidden)
+        frames.append({"probe": probe, "start": ledger.calls, "claimed": 0})
 
-        installer.handles.append(block.register_forward_pre_hook(before, with_kwargs=True))
+    def after(_m: nn.Module, _args: tuple, _kwargs: dict, output: Any) -> None:
+        if not frames:
+            return
+        frame = frames.pop()
+        inside = ledger.calls - frame["start"]
+        if inside - frame["claimed"] > 0:  # an attention call of its own: a layer
+            out = Probe()
+            hidden = _hidden(output)
+            if isinstance(hidden, torch.Tensor):
+                out.watch(hidden)
+            done.append((frame["probe"], out))
+            recorder.layers = [p for p, _ in done] + [done[-1][1]]
+        if frames:
+            frames[-1]["claimed"] += inside
 
-    def after(_m: nn.Module, _args: tuple, output: Any) -> None:
-        recorder.layers[-1].watch(_hidden(output))
+    inputs = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
 
-    installer.handles.append(blocks[-1].register_forward_hook(after))
-    if family.inputs is not None:
-        recorder.inputs = Probe()
-        target = submodule(model, family.inputs)
+    state = installer.state
 
-        def inputs(_m: nn.Module, args: tuple, kwargs: dict) -> None:
-            recorder.inputs.watch(args[0] if args else next(iter(kwargs.values())))
+    def source(_m: nn.Module, _args: tuple, output: Any) -> None:
+        # read where the lookup joins the input (see inline.InlineRules._addition)
+        if isinstance(output, torch.Tensor) and output.is_floating_point():
+            if torch.is_grad_enabled():
+                state.pending[id(output)] = output
 
-        installer.handles.append(target.register_forward_pre_hook(inputs, with_kwargs=True))
+    def joined(value: torch.Tensor, total: torch.Tensor) -> None:
+        probe = Probe(value=value.detach())
+        total.register_hook(probe._keep)
+        recorder.sources.append(probe)
+
+    state.on_source = joined
+
+    for module in model.modules():
+        if id(module) in blocks:
+            installer.handles.append(module.register_forward_pre_hook(before, with_kwargs=True))
+            installer.handles.append(module.register_forward_hook(after, with_kwargs=True))
+        if isinstance(module, nn.Embedding) and module is not inputs:
+            installer.handles.append(module.register_forward_hook(source))

@@ -1,49 +1,39 @@
-"""Which rule each module of a supported model gets: the LRP rule table.
+"""Which rule each module of a model gets, from its structure.
 
 LRP needs a rule for every operation that is not linear in the token
-embeddings. In a stock Hugging Face Transformer those operations sit in
-three places, and each is handled without changing model code:
+embeddings. In a stock Hugging Face Transformer those operations sit in three
+places, and each is handled without changing model code or naming a family:
 
-1. **Attention** (``Q Kᵀ``, softmax, ``A V``): every supported family calls
-   transformers' attention interface, so the model is switched to
-   :func:`.attention.lrp_attention` with ``set_attn_implementation`` for the
-   pass and switched back afterwards.
-2. **Modules** (norms, activation modules, linear layers): a forward hook
-   replaces the module's output by the same value with the rule's gradient
-   (:data:`MODULE_RULES`, keyed by class name).
-3. **Operations written inline in a parent's forward** (Llama's gated product
-   ``act(gate(x)) * up(x)``, RoBERTa's ``torch.tanh`` in the classifier
-   head): hooks on the parent's children rewire exactly that operation
-   (:func:`gated_product`, :func:`functional_activation`), listed per family.
+1. **Attention** (``Q Kᵀ``, softmax, ``A V``): a model whose attention modules
+   call transformers' attention interface (``ALL_ATTENTION_FUNCTIONS``) is
+   switched to :func:`.attention.lrp_attention` with ``set_attn_implementation``
+   for the pass and switched back afterwards.
+2. **Leaf modules** (norms, activations, linear layers, routers): their role is
+   decided by :func:`.structure.leaf_role` (type, then a probe of what the
+   module computes), and a forward hook replaces the module's output by the same
+   value with the rule's gradient (:func:`install_rules`).
+3. **Operations written inline** in a parent's ``forward`` (gated products,
+   fused ``gate_up_proj`` halves, ``torch.tanh`` in a head, ``F.linear`` on
+   expert weights): :mod:`.inline` applies the rule of each torch operation as
+   it runs, and refuses one without a rule, naming the module.
 
-Adding a family (about a page): read its ``modeling_*.py``; check that its
-attention calls ``ALL_ATTENTION_FUNCTIONS`` with plain softmax attention;
-list every module class with a non-linear or multiplicative forward that is
-not already in :data:`MODULE_RULES`, and every inline non-linearity or
-product, then register a :class:`Family`::
+So there is no per-family table: a renamed copy of a supported architecture
+works as it is. Families that cannot be supported are refused by the same
+checks, naming the module that blocks them: attention computed inside the
+module instead of through the interface (Falcon, MPNet, DeBERTa-v2's
+disentangled attention in transformers 5), attention variants without a rule
+(sinks, logit soft-capping), encoder-decoder models.
 
-    register_family(Family(
-        model_types=("mymodel",),   # config.model_type
-        layers="layers",            # the blocks, from model.base_model
-        inputs=None,                # module whose 1st input is token + position
-        rules={
-            "MyRMSNorm": rms_norm,                         # weight · x / rms(x)
-            "MyMLP": gated_product("act_fn", "up_proj"),   # act(gate(x)) * up(x)
-        },
-    ))
-
-An operation none of the helpers fits (e.g. a fused ``gate_up_proj`` split
-inside the forward) needs a new helper of the same kind: a forward hook that
-returns the same value with the rule's gradient (see :mod:`.rules`). Then add
-the family to the conservation tests (``tests/test_lrp.py``): a
-missing rule shows up there as relevance that is not conserved. Leaf modules
-of an unknown class are refused (:func:`check_supported`), so a new
-activation class cannot slip through with its plain gradient.
+Adding a family: build a tiny config of it in ``tests/tiny_models.py`` and add
+it to the conservation tests (``tests/test_lrp.py``); if it is refused, the
+message names the module and the operation that needs a rule (a new role in
+:mod:`.structure` or a new operation in :mod:`.inline`). A missing rule shows
+up in the conservation test as relevance that is not conserved.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,8 +41,18 @@ import torch
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
-from ...errors import ModelNotSupportedError
-from .rules import epsilon_rule, identity_rule, layer_norm_rule, rms_norm_rule, uniform_rule
+from .inline import InlineState
+from .rules import epsilon_rule, identity_rule
+from .structure import (
+    ACTIVATION,
+    LAYER_NORM,
+    LINEAR,
+    OPEN,
+    RMS_NORM,
+    ROUTER,
+    Role,
+    leaf_role,
+)
 
 
 @dataclass
@@ -61,296 +61,184 @@ class Installer:
 
     epsilon: float
     handles: list[RemovableHandle] = field(default_factory=list)
-    installed: set[tuple[int, str]] = field(default_factory=set)
+    state: InlineState | None = None
 
-    def once(self, module: nn.Module, what: str) -> bool:
-        """True the first time ``what`` is installed on ``module``."""
-        key = (id(module), what)
-        if key in self.installed:
-            return False
-        self.installed.add(key)
-        return True
+    def __post_init__(self) -> None:
+        if self.state is None:
+            self.state = InlineState(epsilon=self.epsilon)
 
     def remove(self) -> None:
         while self.handles:
             self.handles.pop().remove()
 
 
-#: A rule installs hooks on a module (and perhaps its children).
-ModuleRule = Callable[[nn.Module, Installer], None]
+#: The rule of one leaf module: ``(module, args, output) -> output`` with the rule's gradient.
+OutputRule = Callable[[nn.Module, tuple[Any, ...], Any], Any]
 
 
-def _first(args: tuple[Any, ...], kwargs: dict[str, Any], name: str) -> Any:
-    return args[0] if args else kwargs[name]
+def _epsilon(output: Any, epsilon: float) -> Any:
+    return epsilon_rule(output, epsilon) if isinstance(output, torch.Tensor) else output
 
 
-# ---- rules on a module's own output -------------------------------------
+def _linear_rule(epsilon: float, _role: Role) -> OutputRule:
+    """Linear layers (``nn.Linear``, GPT-2's ``Conv1D``, affine maps): ε-rule on the output."""
+    return lambda _m, _args, out: _epsilon(out, epsilon)
 
 
-def epsilon_layer(module: nn.Module, installer: Installer) -> None:
-    """Linear layers (``nn.Linear``, GPT-2's ``Conv1D``): ε-rule on the output."""
-    if installer.epsilon == 0 or not installer.once(module, "epsilon"):
-        return
-    epsilon = installer.epsilon
-    installer.handles.append(
-        module.register_forward_hook(lambda _m, _args, out: epsilon_rule(out, epsilon))
-    )
+def _activation_rule(_epsilon_value: float, _role: Role) -> OutputRule:
+    """Element-wise activations: identity rule ``R_x = R_{f(x)}``."""
+    return lambda _m, args, out: identity_rule(args[0], out)
+
+
+def _rms_norm_rule(epsilon: float, _role: Role) -> OutputRule:
+    """RMSNorm ``c ⊙ x / rms(x)`` with rms constant is diagonal in x: identity rule, then ε."""
+    return lambda _m, args, out: _epsilon(identity_rule(args[0], out), epsilon)
+
+
+def _layer_norm_rule(epsilon: float, role: Role) -> OutputRule:
+    """LayerNorm with σ constant: ``γ ⊙ (x − mean)/σ + β`` recomputed, ε-rule on it."""
+
+    def rule(module: nn.Module, args: tuple[Any, ...], _out: Any) -> Any:
+        x = args[0]
+        eps = role.epsilon if role.epsilon is not None else getattr(module, "eps", 1e-5)
+        centred = x - x.mean(dim=-1, keepdim=True)
+        std = (centred.pow(2).mean(dim=-1, keepdim=True) + eps).sqrt().detach()
+        y = centred / std
+        weight, bias = getattr(module, "weight", None), getattr(module, "bias", None)
+        if role.gain == "weight":
+            y = y * weight
+        elif role.gain == "1+weight":
+            y = y * (1 + weight)
+        if isinstance(bias, torch.Tensor) and bias.shape == y.shape[-1:]:
+            y = y + bias
+        return _epsilon(y, epsilon)
+
+    return rule
+
+
+def _router_rule(_epsilon_value: float, _role: Role) -> OutputRule:
+    """Routers: outputs as constants (routing weights are fixed coefficients)."""
+
+    def rule(_m: nn.Module, _args: tuple[Any, ...], out: Any) -> Any:
+        return type(out)(t.detach() if isinstance(t, torch.Tensor) else t for t in out)
+
+    return rule
+
+
+_RULES: dict[str, Callable[[float, Role], OutputRule]] = {
+    LINEAR: _linear_rule,
+    ACTIVATION: _activation_rule,
+    RMS_NORM: _rms_norm_rule,
+    LAYER_NORM: _layer_norm_rule,
+    ROUTER: _router_rule,
+}
+
+
+def _install(module: nn.Module, installer: Installer, rule: OutputRule | None) -> None:
+    """Hooks that suspend :mod:`.inline` inside the module and apply its rule on its output."""
+    state = installer.state
+    assert state is not None
+
+    def enter(_m: nn.Module, _args: tuple[Any, ...]) -> None:
+        state.stack.append(module)
+        state.suspended += 1
+
+    def leave(mod: nn.Module, args: tuple[Any, ...], output: Any) -> Any:
+        try:
+            return None if rule is None else rule(mod, args, output)
+        finally:
+            state.suspended -= 1
+            if state.stack and state.stack[-1] is module:
+                state.stack.pop()
+
+    installer.handles.append(module.register_forward_pre_hook(enter))
+    installer.handles.append(module.register_forward_hook(leave))
+
+
+def _track(module: nn.Module, installer: Installer) -> None:
+    """Hooks that keep the module stack (for messages) without suspending anything."""
+    state = installer.state
+    assert state is not None
+
+    def enter(_m: nn.Module, _args: tuple[Any, ...]) -> None:
+        state.stack.append(module)
+
+    def leave(_m: nn.Module, _args: tuple[Any, ...], _output: Any) -> None:
+        if state.stack and state.stack[-1] is module:
+            state.stack.pop()
+
+    installer.handles.append(module.register_forward_pre_hook(enter))
+    installer.handles.append(module.register_forward_hook(leave))
+
+
+def roles(model: nn.Module) -> dict[str, Role]:
+    """The :class:`~.structure.Role` of every leaf module by path (raises for an unknown one)."""
+    return {
+        name or type(model).__name__: leaf_role(module, name or type(model).__name__)
+        for name, module in model.named_modules()
+        if next(module.children(), None) is None
+    }
+
+
+def install_rules(model: nn.Module, installer: Installer, leaf_roles: dict[str, Role]) -> None:
+    """Install the leaf rules and the module tracking :mod:`.inline` reports with."""
+    state = installer.state
+    assert state is not None
+    for name, module in model.named_modules():
+        path = name or type(model).__name__
+        state.names[id(module)] = path
+        role = leaf_roles.get(path)
+        if role is None:
+            _track(module, installer)
+        elif role.kind == OPEN:
+            _track(module, installer)
+        else:
+            make = _RULES.get(role.kind)
+            _install(module, installer, None if make is None else make(installer.epsilon, role))
+
+
+def layer_norm(module: nn.Module, installer: Installer) -> None:
+    """Install the LayerNorm rule on one module (used on single modules in tests)."""
+    _install(module, installer, _layer_norm_rule(installer.epsilon, leaf_role(module, "norm")))
+
+
+def rms_norm(module: nn.Module, installer: Installer) -> None:
+    """Install the RMSNorm rule on one module."""
+    _install(module, installer, _rms_norm_rule(installer.epsilon, Role(RMS_NORM, "")))
 
 
 def activation(module: nn.Module, installer: Installer) -> None:
-    """Element-wise activation modules: identity rule ``R_x = R_{f(x)}``."""
-    if not installer.once(module, "identity"):
-        return
-
-    def hook(_module: nn.Module, args: tuple[Any, ...], output: torch.Tensor) -> torch.Tensor:
-        return identity_rule(args[0], output)
-
-    installer.handles.append(module.register_forward_hook(hook))
+    """Install the identity rule on one element-wise activation module."""
+    _install(module, installer, _activation_rule(installer.epsilon, Role(ACTIVATION, "")))
 
 
-def _normalisation(rule: Callable[[Any, torch.Tensor], torch.Tensor]) -> ModuleRule:
-    def install(module: nn.Module, installer: Installer) -> None:
-        if not installer.once(module, "norm"):
-            return
-        epsilon = installer.epsilon
-
-        def hook(mod: nn.Module, args: tuple[Any, ...], _output: torch.Tensor) -> torch.Tensor:
-            return epsilon_rule(rule(mod, args[0]), epsilon)
-
-        installer.handles.append(module.register_forward_hook(hook))
-
-    return install
+def epsilon_layer(module: nn.Module, installer: Installer) -> None:
+    """Install the ε-rule on one linear module."""
+    _install(module, installer, _linear_rule(installer.epsilon, Role(LINEAR, "")))
 
 
-layer_norm = _normalisation(layer_norm_rule)
-rms_norm = _normalisation(rms_norm_rule)
-
-
-# ---- rules on operations written inline in a parent's forward -------------
-
-
-def gated_product(*factors: str) -> ModuleRule:
-    """A parent computing a product of its children's outputs, e.g. Llama's MLP
-    ``down(act(gate(x)) * up(x))``: uniform rule, each factor gets ``1/len(factors)``.
-
-    Installed after the leaf rules, so the act's identity rule stays inside.
-    """
-
-    def install(module: nn.Module, installer: Installer) -> None:
-        for name in factors:
-            child = getattr(module, name)
-            if installer.once(child, "uniform"):
-                parts = len(factors)
-                installer.handles.append(
-                    child.register_forward_hook(
-                        lambda _m, _a, out, parts=parts: uniform_rule(out, parts)
-                    )
-                )
-
-    install.composite = True  # type: ignore[attr-defined]
-    return install
-
-
-def functional_activation(
-    producer: str, consumer: str, fn: Callable[[torch.Tensor], torch.Tensor]
-) -> ModuleRule:
-    """A parent applying ``fn`` inline between two children, e.g. RoBERTa's head
-    ``out_proj(tanh(dense(x)))``: identity rule on ``fn``.
-
-    The producer's output ``z`` is kept; the consumer's input ``fn(z)`` is
-    replaced by the same value with the identity rule's gradient to ``z``.
-    """
-
-    def install(module: nn.Module, installer: Installer) -> None:
-        if not installer.once(module, "functional"):
-            return
-        kept: dict[str, torch.Tensor] = {}
-
-        def keep(_m: nn.Module, _args: tuple[Any, ...], output: torch.Tensor) -> None:
-            kept["z"] = output
-
-        def rewire(
-            _m: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]
-        ) -> tuple[tuple[Any, ...], dict[str, Any]]:
-            z = kept.pop("z", None)
-            seen = _first(args, kwargs, "input")
-            if z is None or z.shape != seen.shape or not _close(fn(z), seen):
-                raise ModelNotSupportedError(
-                    f"{type(module).__name__}: the input of {consumer!r} is not "
-                    f"{getattr(fn, '__name__', 'fn')}({producer}(…)); its LRP rule does not fit."
-                )
-            return (identity_rule(z, seen), *args[1:]), kwargs
-
-        child_in, child_out = getattr(module, producer), getattr(module, consumer)
-        installer.handles.append(child_in.register_forward_hook(keep))
-        installer.handles.append(child_out.register_forward_pre_hook(rewire, with_kwargs=True))
-
-    install.composite = True  # type: ignore[attr-defined]
-    return install
-
-
-def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """Loose equality (a structural check that also holds in half precision)."""
-    return torch.allclose(a.float(), b.float(), rtol=1e-2, atol=1e-3)
-
-
-# ---- the table ---------------------------------------------------------------
-
-#: Generic rules by module class name (every family).
-MODULE_RULES: dict[str, ModuleRule] = {
-    "Linear": epsilon_layer,
-    "Conv1D": epsilon_layer,
-    "LayerNorm": layer_norm,
-    **dict.fromkeys(
-        [
-            "GELUActivation",
-            "NewGELUActivation",
-            "FastGELUActivation",
-            "GELUTanh",
-            "AccurateGELUActivation",
-            "QuickGELUActivation",
-            "ClippedGELUActivation",
-            "SiLUActivation",
-            "MishActivation",
-            "ReLUSquaredActivation",
-            "LinearActivation",
-            "GELU",
-            "SiLU",
-            "Tanh",
-            "ReLU",
-            "LeakyReLU",
-        ],
-        activation,
-    ),
-}
-
-#: Leaf modules whose plain gradient already is the LRP rule (or that are not
-#: on the path from the embeddings to the logits): lookups, dropout (eval),
-#: rotary tables, training losses.
-PASSIVE = frozenset({"Embedding", "Dropout", "Identity"})
-PASSIVE_SUFFIXES = ("RotaryEmbedding", "Loss")
-
-
-@dataclass(frozen=True)
-class Family:
-    """LRP support for one Hugging Face model family.
-
-    Attributes:
-        model_types: ``config.model_type`` values it covers.
-        layers: dotted path, from ``model.base_model``, to the list of blocks
-            (their inputs are recorded as the per-layer relevance).
-        inputs: dotted path, from ``model.base_model``, to the module whose
-            first input is the full input vector (token + position + segment
-            embeddings), or None when the token embedding is the whole input
-            (rotary-position models).
-        rules: extra rules by module class name (norms, inline products and
-            non-linearities of this family).
-    """
-
-    model_types: tuple[str, ...]
-    layers: str
-    inputs: str | None = None
-    rules: Mapping[str, ModuleRule] = field(default_factory=dict)
-
-
-_FAMILIES: dict[str, Family] = {}
-
-
-def register_family(family: Family) -> Family:
-    """Add (or replace) LRP support for ``family.model_types``."""
-    for model_type in family.model_types:
-        _FAMILIES[model_type] = family
-    return family
+#: ``config.model_type`` of the families the conservation tests cover (tests/test_lrp.py).
+#: Other models with the same building blocks work too; this list is what is tested.
+TESTED_MODEL_TYPES = (
+    "albert",
+    "bert",
+    "camembert",
+    "distilbert",
+    "electra",
+    "gemma",
+    "gpt2",
+    "gpt_neox",
+    "llama",
+    "mistral",
+    "mixtral",
+    "opt",
+    "phi3",
+    "qwen2",
+    "roberta",
+    "xlm-roberta",
+)
 
 
 def supported_model_types() -> list[str]:
-    """``config.model_type`` values LRP supports, sorted."""
-    return sorted(_FAMILIES)
-
-
-_BERT_LIKE = dict(layers="encoder.layer", inputs="embeddings.LayerNorm")
-register_family(Family(model_types=("bert", "electra"), **_BERT_LIKE))
-register_family(
-    Family(
-        model_types=("roberta",),
-        **_BERT_LIKE,
-        rules={
-            "RobertaClassificationHead": functional_activation("dense", "out_proj", torch.tanh),
-            "RobertaLMHead": functional_activation("dense", "layer_norm", torch.nn.functional.gelu),
-        },
-    )
-)
-register_family(
-    Family(model_types=("distilbert",), layers="transformer.layer", inputs="embeddings.LayerNorm")
-)
-register_family(Family(model_types=("gpt2",), layers="h", inputs="drop"))
-for _prefix, _type in (("Llama", "llama"), ("Qwen2", "qwen2"), ("Mistral", "mistral")):
-    register_family(
-        Family(
-            model_types=(_type,),
-            layers="layers",
-            rules={
-                f"{_prefix}RMSNorm": rms_norm,
-                f"{_prefix}MLP": gated_product("act_fn", "up_proj"),
-            },
-        )
-    )
-
-
-def family_of(model: nn.Module) -> Family:
-    """The :class:`Family` of ``model``, or a clear error naming the supported ones."""
-    model_type = getattr(getattr(model, "config", None), "model_type", None)
-    family = _FAMILIES.get(str(model_type))
-    if family is None:
-        raise ModelNotSupportedError(
-            f"LRP has no rules for model_type {model_type!r} ({type(model).__name__}); "
-            f"supported: {', '.join(supported_model_types())}. To add a family, register a "
-            "Family in attnwidget.relevance.lrp.families (its docstring shows how): name the "
-            "norm, activation and product modules, then test conservation."
-        )
-    return family
-
-
-def rule_for(module: nn.Module, family: Family) -> ModuleRule | None:
-    """The rule of one module (family rules first), or None."""
-    name = type(module).__name__
-    return family.rules.get(name) or MODULE_RULES.get(name)
-
-
-def check_supported(model: nn.Module) -> Family:
-    """:func:`family_of`, plus a refusal of leaf modules of unknown classes."""
-    family = family_of(model)
-    unknown = sorted(
-        {
-            type(m).__name__
-            for m in model.modules()
-            if not any(True for _ in m.children())
-            and rule_for(m, family) is None
-            and type(m).__name__ not in PASSIVE
-            and not type(m).__name__.endswith(PASSIVE_SUFFIXES)
-        }
-    )
-    if unknown:
-        raise ModelNotSupportedError(
-            f"LRP has no rule for the module class(es) {', '.join(unknown)} in "
-            f"{type(model).__name__}; add one to MODULE_RULES or the family's rules in "
-            "attnwidget.relevance.lrp.families."
-        )
-    return family
-
-
-def install_rules(model: nn.Module, family: Family, installer: Installer) -> None:
-    """Install every module rule: leaf rules first, then composite ones."""
-    rules = [(m, rule_for(m, family)) for m in model.modules()]
-    for composite in (False, True):
-        for module, rule in rules:
-            if rule is not None and getattr(rule, "composite", False) == composite:
-                rule(module, installer)
-
-
-def submodule(model: nn.Module, path: str) -> nn.Module:
-    """``model.base_model`` followed by a dotted attribute path."""
-    module = getattr(model, "base_model", model)
-    for part in path.split("."):
-        module = module[int(part)] if part.isdigit() else getattr(module, part)
-    return module
+    """``config.model_type`` values whose LRP conservation is tested, sorted."""
+    return sorted(TESTED_MODEL_TYPES)

@@ -25,8 +25,8 @@ class LRPResult:
             the embedding dimension: the ``lrp`` score.
         input_relevance: (n,) relevance of the whole input vector at each
             position (token + position + segment embeddings); equal to
-            ``token_relevance`` for rotary-position models (Llama, Qwen2,
-            Mistral), which add nothing to the token embedding.
+            ``token_relevance`` for models that add nothing to the token
+            embedding (rotary or ALiBi positions: Llama, Gemma, GPT-NeoX, ...).
         attention_relevance: (L, H, n, n) ``R^{A_l} = A_l ⊙ ∂^{LRP}y/∂A_l``,
             the relevance of each attention weight (what flowed through the
             softmax output of head h from query i to key j).
@@ -102,7 +102,14 @@ def run_lrp(target_score: Any, *, epsilon: float = DEFAULT_EPSILON) -> LRPResult
         run = rerun(lambda model: lrp_rules(model, epsilon=key))
         recorder: LRPRecorder = run.state
         token = (run.embeddings.astype(np.float64) * run.embedding_grads).sum(axis=-1)
-        full = recorder.inputs.relevance() if recorder.inputs is not None else None
+        sources = recorder.source_relevance()
+        if len(recorder.ledger.logit_relevance) != run.attentions.shape[0]:
+            raise ModelNotSupportedError(
+                f"the model returned {run.attentions.shape[0]} attention maps but "
+                f"{len(recorder.ledger.logit_relevance)} went through LRP's attention "
+                "function; its attention modules do not all call transformers' attention "
+                "interface, so LRP's rules are not in every attention map."
+            )
         layers = []
         for probe in recorder.layers:
             value = probe.relevance()
@@ -113,7 +120,7 @@ def run_lrp(target_score: Any, *, epsilon: float = DEFAULT_EPSILON) -> LRPResult
         ]
         cache[key] = LRPResult(
             token_relevance=token,
-            input_relevance=token.copy() if full is None else _np(full)[0],
+            input_relevance=token.copy() if sources is None else token + _np(sources)[0],
             attention_relevance=run.attentions.astype(np.float64) * run.attention_grads,
             logit_relevance=np.stack(logits),
             layer_relevance=np.stack(layers),
