@@ -102,19 +102,37 @@ def target_score(model, tokenizer, kind: str = "encoder", target: int = 1) -> Ta
     return TargetScore(ModelCall(model, kind, mask, row, target, ids))
 
 
+def build_copy(family: str):
+    """Renamed copies of RoBERTa's blocks (XLM-R, CamemBERT): recognised by structure."""
+    import transformers as tf
+
+    roberta, tokenizer = build("roberta-cls")
+    config_cls, model_cls = {
+        "xlm-roberta-cls": (tf.XLMRobertaConfig, tf.XLMRobertaForSequenceClassification),
+        "camembert-cls": (tf.CamembertConfig, tf.CamembertForSequenceClassification),
+    }[family]
+    return model_cls(config_cls(**roberta.config.to_dict())), tokenizer
+
+
 @pytest.mark.parametrize(
     "family, kind",
     [
         ("bert-cls", "encoder"),
         ("roberta-cls", "encoder"),
+        ("xlm-roberta-cls", "encoder"),
+        ("camembert-cls", "encoder"),
         ("electra-cls", "encoder"),
         ("distilbert-cls", "encoder"),
+        ("bert-mlm", "masked-lm"),
         ("gpt2-lm", "causal-lm"),
+        ("gpt2-cls", "encoder"),
     ],
 )
 def test_relevance_is_conserved_through_every_block(family: str, kind: str) -> None:
     """A one-hot start: every block's input carries a total relevance of 1."""
-    model, tokenizer = build(family)
+    model, tokenizer = (
+        build_copy(family) if "-roberta" in family or "camem" in family else build(family)
+    )
     randomise(model, seed=3)
     run = target_score(model, tokenizer, kind).rerun(chefer_rules)
     recorder = run.state

@@ -1,4 +1,11 @@
-"""Relevance × gradient rollout (Chefer, Gur & Wolf, CVPR 2021): "chefer2021"."""
+"""Relevance × gradient rollout (Chefer, Gur & Wolf, CVPR 2021): "chefer2021".
+
+The name means the paper's method with the paper's relevance: ``R^{A_l}``
+comes from the authors' own LRP rules (:mod:`attnwidget.relevance.chefer`),
+checked against an independent re-implementation of their algorithm
+(``tests/test_chefer2021_reference.py``). ``relevance="attnlrp"`` swaps in
+AttnLRP's relevance (Achtibat et al., ICML 2024), the relevance of "lrp".
+"""
 
 from __future__ import annotations
 
@@ -13,7 +20,7 @@ from ._graph import as_attention_array
 from .options import Option
 from .registry import ScoreContext, register
 
-#: Default first layer: 0, all layers, the paper's definition (see :func:`chefer2021`).
+#: Default first layer: 0, all layers (see :func:`chefer2021` for the authors' choices).
 DEFAULT_START_LAYER = 0
 
 
@@ -23,8 +30,9 @@ def chefer2021(gradients: object, relevances: object, *, start_layer: int = DEFA
 
     Per layer ``Ā_l = I + E_h[(∇A_l ⊙ R^{A_l})^+]``, each row divided by its
     sum (as in the authors' code), then ``C = Ā_L ⋯ Ā_s`` with later layers on
-    the left (s = ``start_layer``). Row i of C says how much each input token
-    contributes to position i's representation; the query row is the score.
+    the left (s = ``start_layer``; the layers below s are left out, as in the
+    authors' rollout). Row i of C says how much each input token contributes
+    to position i's representation; the query row is the score.
 
     Args:
         gradients: (L, H, n, n) plain gradient of the target logit with respect
@@ -33,16 +41,19 @@ def chefer2021(gradients: object, relevances: object, *, start_layer: int = DEFA
             unit relevance at the target (the authors start their relevance
             propagation from a one-hot vector, so its scale is that of 1).
         start_layer: first layer included, 0-based; negative counts from the
-            end (``-1``: only the last layer, as the authors' BERT example,
-            ``start_layer=11`` of 12; their ViT example uses all layers).
-            Default 0, all layers: the method as the paper defines it. On the
-            shipped demo models (``bench/faithfulness.py``, 200 held-out
-            sentences) all layers did best for the BERT-style encoder
-            (subject top-1 79 % vs 24 % with ``-1``; positive-perturbation
-            AUC 45 vs 55, random 67), while for the GPT-2-style LM only the
-            last layer gave a useful map (62 % vs 1 %; AUC 38 vs 55, random
-            53): there, the lower layers' attention to the first token
-            dominates the product. Try ``start_layer=-1`` on decoders.
+            end. Default 0, all layers: the rollout as the paper writes it.
+            The authors' own choices differ per model: their BERT example
+            uses only the last layer (``start_layer=11`` of 12, here ``-1``),
+            their ViT code all layers from ``start_layer=1`` (the first
+            layer's map left out). On the shipped demo models
+            (``bench/faithfulness.py``, 200 held-out sentences, measured with
+            AttnLRP's relevance before the paper's rules became the default)
+            all layers did best for the BERT-style encoder (subject top-1
+            79 % vs 24 % with ``-1``; positive-perturbation AUC 45 vs 55,
+            random 67), while for the GPT-2-style LM only the last layer gave
+            a useful map (62 % vs 1 %; AUC 38 vs 55, random 53): there, the
+            lower layers' attention to the first token dominates the
+            product. Try ``start_layer=-1`` on decoders.
 
     Returns:
         (n, n) float64 matrix C; every row sums to 1.
@@ -66,8 +77,9 @@ def chefer2021_maps(
     """The per-layer factors of :func:`chefer2021`: (L, n, n), ``Ā_l`` row-normalised.
 
     Layers below ``start_layer`` are the identity, so the product of the
-    factors (later layers on the left) is :func:`chefer2021`'s matrix; the
-    flow view draws its paths from them.
+    factors (later layers on the left) is :func:`chefer2021`'s matrix, the
+    same as the authors' product that starts at ``Ā_s``; the flow view draws
+    its paths from them.
     """
     grad = as_attention_array(gradients, name="gradients")
     rel = as_attention_array(relevances, name="relevances")
