@@ -11,8 +11,13 @@ Time. Reference: a plain forward of the stock model (eval mode) and
   backward to the embeddings and attention maps, arrays to numpy, rules
   removed): what "lrp" adds to a capture;
 * ``explain(lrp)``, ``explain(chefer2021)``, ``explain(both)``: the whole
-  call, i.e. the capture pass plus the LRP pass (one pass serves both
-  methods) plus the scores.
+  call, i.e. the capture pass plus the LRP pass plus the scores;
+  "chefer2021" runs the paper's own rules (its own pass, so ``both`` is two
+  passes);
+* ``paper-rules pass``: the pass of Chefer, Gur & Wolf's rules alone
+  (:func:`attnwidget.relevance.chefer.chefer_rules`), what "chefer2021"
+  adds to a capture; ``chefer2021(attnlrp)``: "chefer2021" with
+  ``relevance="attnlrp"`` (AttnLRP's pass instead, shared with "lrp").
 
 After one warm-up, the cases run round-robin ``--repeats`` times (so a change
 in machine load hits all of them alike); printed: the median time, its ratio
@@ -60,6 +65,7 @@ from explain import cases, plain_forward_backward  # noqa: E402
 
 import attnwidget  # noqa: E402
 from attnwidget.capture.record import ModelCall  # noqa: E402
+from attnwidget.relevance.chefer import chefer_rules  # noqa: E402
 from attnwidget.relevance.lrp import lrp_rules  # noqa: E402
 from attnwidget.relevance.rerun import TargetScore  # noqa: E402
 
@@ -91,6 +97,14 @@ def workloads(model, tokenizer, text: str) -> dict[str, Callable[[], object]]:
         ),
         "explain(both)": lambda: attnwidget.explain(
             model, tokenizer, text, methods=["lrp", "chefer2021"]
+        ),
+        "paper-rules pass": lambda: runner.rerun(chefer_rules),
+        "chefer2021(attnlrp)": lambda: attnwidget.explain(
+            model,
+            tokenizer,
+            text,
+            methods=["chefer2021"],
+            method_options={"chefer2021": {"relevance": "attnlrp"}},
         ),
     }
 
