@@ -29,7 +29,6 @@ from .registry import (
     method_info,
     register,
 )
-from .rollout import rollout as rollout_maps
 
 __all__ = [
     "MethodInfo",
@@ -47,7 +46,6 @@ __all__ = [
     "method_info",
     "raw_attention",
     "register",
-    "rollout_maps",
 ]
 
 
