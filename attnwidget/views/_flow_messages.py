@@ -1,6 +1,7 @@
 """FlowView's custom messages (anywidget ``model.send`` / ``widget.send``):
 their schemas as ``TypedDict``s, the ``paths`` reply's encoding, and the
-view's side of the exchange (``_FlowMessages``, mixed into FlowView). The
+view's side of the exchange (``_FlowMessages``, a base of FlowView), with
+what a saved page (``to_html``) embeds since no kernel answers it there. The
 page's side is ``js/src/flow_messages.ts``; the golden fixtures
 (tests/test_fixtures_js.py) hold a reply exactly as sent here, and the JS
 tests decode it.
@@ -31,13 +32,16 @@ Every buffer is encoded by :func:`attnwidget.views._buffers.encode_array`.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Literal, TypedDict
 
 import numpy as np
 
 from ._attention import MAX_MESSAGE_BYTES
+from ._base import _AttnWidget
 from ._buffers import decode_array, encode_array, encode_float32
 from ._paths import PathResult
 
@@ -50,6 +54,8 @@ EDGE_FLOOR = 1e-6
 MAX_PATH_EDGES = (MAX_MESSAGE_BYTES - 2**20) // 8
 #: Seconds between two progress messages.
 PROGRESS_INTERVAL = 0.15
+#: The bytes of attention a saved page (``to_html``) embeds at most.
+EXPORT_BYTES = 64 * 2**20
 
 
 class ComputeRequest(TypedDict):
@@ -128,8 +134,9 @@ MESSAGES: dict[str, type] = {
 }
 
 
-class _FlowMessages:
-    """FlowView's answers to the page's requests (a mixin: FlowView holds the data)."""
+class _FlowMessages(_AttnWidget):
+    """FlowView's answers to the page's requests, and what a saved page gets
+    instead of a kernel (a base of FlowView, which holds the data)."""
 
     # Provided by FlowView.
     version: int
@@ -141,6 +148,9 @@ class _FlowMessages:
     _check_layer: Callable[[Any], int]
     _check_token: Callable[[Any], int]
     _method_error: Callable[..., Exception]
+    _explanation: Any
+    _exporting: bool
+    fused_layers: int
 
     def _on_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
         if not isinstance(content, dict):
@@ -200,6 +210,35 @@ class _FlowMessages:
             raise ValueError(f"layer {layer} out of range 0..{layers - 1}")
         data, _shape = encode_float32(self._fused[layer])
         return LayerReply(type="layer", version=self.version, layer=layer), [data]
+
+    # -- export ---------------------------------------------------------------
+
+    def to_html(
+        self, path: str | os.PathLike[str] | None = None, *, title: str | None = None
+    ) -> str:
+        """This view as one self-contained HTML page (see ``_AttnWidget.to_html``).
+
+        The page embeds every layer's attention (up to :data:`EXPORT_BYTES`),
+        so "raw" and "rollout" work in it; the kernel-computed methods do not.
+        """
+        self._exporting = True
+        try:
+            text = super().to_html(None, title=title)
+        finally:
+            self._exporting = False
+        if path is not None:
+            Path(path).write_text(text, encoding="utf-8")
+        return text
+
+    def get_state(self, key: Any = None, drop_defaults: bool = False) -> dict[str, Any]:
+        state = super().get_state(key, drop_defaults)
+        if self._exporting and "fused" in state and self._explanation is not None:
+            n = self.shape[1]
+            layers = max(1, min(self.shape[0], EXPORT_BYTES // max(1, n * n * 4)))
+            state["fused"] = encode_float32(self._fused[:layers])[0]
+            if "fused_layers" in state:
+                state["fused_layers"] = layers
+        return state
 
 
 def encode_paths(

@@ -1,11 +1,12 @@
 """What FlowView shows of an explanation: one self-attention stack, checked
-and head-fused before any trait changes, its caption, and why a method is
-not offered.
+and head-fused before any trait changes, its caption, why a method is not
+offered, and the checks of a selected node.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import traitlets
@@ -96,6 +97,30 @@ def method_error(
         why = "it is not a path method" if method in _registered() else "it is not a method"
     return traitlets.TraitError(
         f"method={method!r} is not available ({why}); this view has: {', '.join(map(repr, names))}."
+    )
+
+
+def check_layer(value: Any, layers: int) -> int:
+    """A node layer 0 … ``layers`` (``selected_layer``), or TraitError saying the range."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise traitlets.TraitError(f"selected_layer must be an int, not {value!r}.")
+    if not 0 <= value <= layers:
+        raise traitlets.TraitError(
+            f"selected_layer={value} is out of range: node layers are 0 (input tokens) .. "
+            f"{layers} (after the last of {layers} attention layers)."
+        )
+    return int(value)
+
+
+def check_token(value: Any, n: int) -> int:
+    """A token 0 … n − 1 or -1 for none (``selected_token``), or TraitError."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise traitlets.TraitError(f"selected_token must be an int, not {value!r}.")
+    if value == -1 or 0 <= value < n:
+        return int(value)
+    raise traitlets.TraitError(
+        f"selected_token={value} is out of range: use -1 for no selection or a token "
+        f"index 0..{n - 1} ({n} tokens)."
     )
 
 

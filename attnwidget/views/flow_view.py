@@ -70,9 +70,7 @@ Custom messages (``compute``, ``progress``, ``paths``, ``request``, ``layer``,
 
 from __future__ import annotations
 
-import os
 from collections import OrderedDict
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -81,17 +79,25 @@ import traitlets
 from ..explanation import Explanation
 from ..methods._graph import HEAD_FUSIONS
 from ._attention import PRELOAD_BYTES
-from ._base import _AttnWidget
 from ._buffers import decode_float32, encode_float32
 from ._flow_messages import (
     EDGE_FLOOR,
+    EXPORT_BYTES,
     MAX_PATH_EDGES,
     PROGRESS_INTERVAL,
     _FlowMessages,
     decode_paths,
     encode_paths,
 )
-from ._flow_stack import MAX_TOKENS, _caption, _Shown, method_error, prepare_stack
+from ._flow_stack import (
+    MAX_TOKENS,
+    _caption,
+    _Shown,
+    check_layer,
+    check_token,
+    method_error,
+    prepare_stack,
+)
 from ._paths import PathResult, compute_paths, get_path_method, stacks
 
 #: Kept importable from here (tests and users import them from this module).
@@ -113,11 +119,9 @@ __all__ = [
 LOCAL_METHODS: tuple[str, ...] = ("raw", "rollout")
 #: Results kept per view (a flow computation can take seconds).
 CACHE_SIZE = 16
-#: The bytes of attention a saved page (``to_html``) embeds at most.
-EXPORT_BYTES = 64 * 2**20
 
 
-class FlowView(_FlowMessages, _AttnWidget):
+class FlowView(_FlowMessages):
     """The token-to-token flow diagram across layers, one method's paths highlighted.
 
     In the page: click a node (a token label on the left = input token, on the
@@ -370,35 +374,6 @@ class FlowView(_FlowMessages, _AttnWidget):
             self._cache.popitem(last=False)
         return result
 
-    # -- export ---------------------------------------------------------------
-
-    def to_html(
-        self, path: str | os.PathLike[str] | None = None, *, title: str | None = None
-    ) -> str:
-        """This view as one self-contained HTML page (see ``_AttnWidget.to_html``).
-
-        The page embeds every layer's attention (up to :data:`EXPORT_BYTES`),
-        so "raw" and "rollout" work in it; the kernel-computed methods do not.
-        """
-        self._exporting = True
-        try:
-            text = super().to_html(None, title=title)
-        finally:
-            self._exporting = False
-        if path is not None:
-            Path(path).write_text(text, encoding="utf-8")
-        return text
-
-    def get_state(self, key: Any = None, drop_defaults: bool = False) -> dict[str, Any]:
-        state = super().get_state(key, drop_defaults)
-        if self._exporting and "fused" in state and self._explanation is not None:
-            n = self.shape[1]
-            layers = max(1, min(self.shape[0], EXPORT_BYTES // max(1, n * n * 4)))
-            state["fused"] = encode_float32(self._fused[:layers])[0]
-            if "fused_layers" in state:
-                state["fused_layers"] = layers
-        return state
-
     # -- validation -------------------------------------------------------------
 
     def _method_error(
@@ -412,26 +387,10 @@ class FlowView(_FlowMessages, _AttnWidget):
         return method_error(method, names, stack, explanation or self._explanation)
 
     def _check_layer(self, value: Any) -> int:
-        layers = self.shape[0]
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-            raise traitlets.TraitError(f"selected_layer must be an int, not {value!r}.")
-        if not 0 <= value <= layers:
-            raise traitlets.TraitError(
-                f"selected_layer={value} is out of range: node layers are 0 (input tokens) .. "
-                f"{layers} (after the last of {layers} attention layers)."
-            )
-        return int(value)
+        return check_layer(value, self.shape[0])
 
     def _check_token(self, value: Any) -> int:
-        n = len(self.tokens)
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-            raise traitlets.TraitError(f"selected_token must be an int, not {value!r}.")
-        if value == -1 or 0 <= value < n:
-            return int(value)
-        raise traitlets.TraitError(
-            f"selected_token={value} is out of range: use -1 for no selection or a token "
-            f"index 0..{n - 1} ({n} tokens)."
-        )
+        return check_token(value, len(self.tokens))
 
     @traitlets.validate("stack")
     def _validate_stack(self, proposal: dict[str, Any]) -> str:
