@@ -20,7 +20,8 @@ gradients and relevance that grad_attention, chefer2021 and lrp need are
 captured for the encoder's attention only.
 
 Message schema (traits synced with ``js/src/flow_types.ts`` ``FlowTraits``;
-keep both in sync). L attention layers, n tokens, both of the shown stack:
+tests/test_fixtures_js.py and the JS tests check that both name the same
+traits). L attention layers, n tokens, both of the shown stack:
 
 ====================  ===========  ===========================================
 trait                 type         meaning

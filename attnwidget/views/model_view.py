@@ -1,9 +1,10 @@
 """ModelView: every layer × head as a thumbnail; click one to enlarge it.
 
 Message schema (traits synced with ``js/src/attention_types.ts``
-``ModelTraits``; keep both in sync). ``tokens``, ``decoder_tokens``,
-``matrices``, ``sentence_b_start``, ``preload``, ``preload_index``,
-``theme``, ``matrix`` and ``pair_filter`` are as in
+``ModelTraits``; tests/test_fixtures_js.py and the JS tests check that both
+name the same traits). ``tokens``, ``decoder_tokens``, ``matrices``,
+``sentence_b_start``, ``preload``, ``preload_index``, ``theme``, ``matrix``
+and ``pair_filter`` are as in
 :mod:`attnwidget.views.head_view`; chunks and lazy loading in
 :mod:`attnwidget.views._attention`.
 

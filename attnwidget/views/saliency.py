@@ -1,7 +1,8 @@
 """SaliencyView: the input tokens coloured by each method's scores.
 
 Message schema (traits synced with ``js/src/types.ts`` ``SaliencyTraits``;
-keep both in sync). m methods (rows), n tokens (columns):
+tests/test_fixtures_js.py and the JS tests check that both name the same
+traits). m methods (rows), n tokens (columns):
 
 =================  ===========  ============================================
 trait              type         meaning

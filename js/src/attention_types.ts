@@ -1,6 +1,7 @@
 /**
  * Trait and message schema of HeadView and ModelView (Python:
- * attnwidget/views/head_view.py, model_view.py, _attention.py). Keep in sync.
+ * attnwidget/views/head_view.py, model_view.py, _attention.py). The trait names are
+ * checked against Python's by test/fixtures.test.ts (see trait_names.ts).
  *
  * Attention weights travel as float16 (little-endian, C order) in binary
  * buffers: in the `preload` / `thumbs` traits, and in custom messages the

@@ -1,6 +1,7 @@
 /**
  * Trait and message schema of FlowView (Python: attnwidget/views/flow_view.py,
- * whose docstring has the same tables). Keep both in sync.
+ * whose docstring has the same tables). The trait names are
+ * checked against Python's by test/fixtures.test.ts (see trait_names.ts).
  *
  * L attention layers, n tokens, both of the shown stack; node layers 0
  * (input tokens) … L (top). Edge layer l (1 … L) links node (l, i) to node

@@ -1,13 +1,14 @@
 /**
  * The traits each view reads from its model: the message schema between the
- * kernel (Python, attnwidget/views/) and this bundle. Keep both in sync.
+ * kernel (Python, attnwidget/views/) and this bundle. The trait names are
+ * checked against Python's by test/fixtures.test.ts (see trait_names.ts).
  *
  * Arrays never travel as JSON lists: Python sends them as `bytes` traits,
  * which ipywidgets/anywidget carry as binary buffers; here they arrive as a
  * DataView (ipywidgets 8), and some front ends hand over an ArrayBuffer or a
  * typed array instead, so every decoder accepts all three (see buffers.ts).
- * Every float array is float32, little-endian, C order, with its shape in a
- * separate `shape` trait.
+ * Every array is little-endian, C order, with its shape in a separate
+ * `shape` trait; float32 unless a view says otherwise (buffers.ts decodes).
  */
 
 /** A binary trait value as a front end may deliver it. */
