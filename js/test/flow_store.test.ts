@@ -7,7 +7,8 @@ import { describe, test } from "node:test";
 
 import { receive, type PathsReply } from "../src/flow_messages";
 import { CACHE_SIZE, FlowStore, pathKey, type DataTraits } from "../src/flow_store";
-import { describeSelection, HINT } from "../src/flow_text";
+import { flowGeometry, nodeX, nodeY } from "../src/flow_paths";
+import { describeSelection, HINT, hoverText } from "../src/flow_text";
 import paths from "./fixtures/paths.json";
 
 const n = 3;
@@ -178,5 +179,22 @@ describe("flow_text", () => {
     const text = describeSelection(store.data, { layer: 1, token: 2 });
     assert.match(text, /^Selected layer 1 #2 "c"\. Down: .* Up: /);
     assert.doesNotMatch(describeSelection(store.data, { layer: 2, token: 0 }), /Up:/);
+  });
+});
+
+describe("hoverText", () => {
+  test("names the node under the pointer, else the nearest drawn line with its Â", () => {
+    const store = loaded();
+    const data = store.data!;
+    const g = flowGeometry(data.layers, n);
+    const paths = store.computeLocal("rollout", { layer: 2, token: 0 }, false, "k");
+    // Edge layer 2, line from (1, j=1) to (2, i=0): flat index 0·n + 1.
+    const drawn = { edges: [new Uint32Array(0), new Uint32Array([1])], paths: [new Map(), new Map([[1, 0.4]])] };
+    assert.match(hoverText(data, g, paths, drawn, nodeX(g, 2), nodeY(g, 0)), /^Node top layer #0 "a" · rollout 1 \(click to select\)$/);
+    const x = (nodeX(g, 1) + nodeX(g, 2)) / 2;
+    const y = (nodeY(g, 1) + nodeY(g, 0)) / 2;
+    const text = hoverText(data, g, paths, drawn, x, y);
+    assert.match(text, /^Layer 2: #0 "a" → #1 "b" \(node layers 2 → 1\): Â = 0\.1 · rollout 0\.4 /);
+    assert.equal(hoverText(data, g, null, { edges: [], paths: [] }, x, y), "");
   });
 });
