@@ -126,6 +126,9 @@ def build_copy(family: str):
         ("bert-mlm", "masked-lm"),
         ("gpt2-lm", "causal-lm"),
         ("gpt2-cls", "encoder"),
+        ("llama-lm", "causal-lm"),
+        ("qwen2-lm", "causal-lm"),
+        ("mistral-lm", "causal-lm"),
     ],
 )
 def test_relevance_is_conserved_through_every_block(family: str, kind: str) -> None:
@@ -165,9 +168,15 @@ def snapshot(model: torch.nn.Module) -> list:
 
 
 def test_unknown_module_classes_are_refused_before_anything_changes() -> None:
-    model, tokenizer = build("llama-lm")
+    import transformers as tf
+
+    _, tokenizer = build("gpt2-lm")
+    config = tf.GPT2Config(
+        vocab_size=len(tokenizer), n_embd=16, n_layer=1, n_head=2, activation_function="relu6"
+    )
+    model = tf.GPT2LMHeadModel(config)
     before = snapshot(model)
-    with pytest.raises(ModelNotSupportedError, match=r"LlamaRMSNorm.*relevance.*attnlrp"):
+    with pytest.raises(ModelNotSupportedError, match=r"ReLU6.*relevance.*attnlrp"):
         attnwidget.explain(model, tokenizer, TEXT, methods=["chefer2021"])
     assert snapshot(model) == before
 

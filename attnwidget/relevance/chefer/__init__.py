@@ -1,10 +1,12 @@
-"""Chefer, Gur & Wolf's LRP relevance (CVPR 2021) on stock Hugging Face encoders.
+"""Chefer, Gur & Wolf's LRP relevance (CVPR 2021) on stock Hugging Face Transformers.
 
 The relevance that "chefer2021" multiplies with the attention gradients, by
 the paper's own rules (α1β0 on linear layers; LayerNorm, activations and
 softmax passed unchanged; two-input operations split by gradient × input,
 residual additions re-normalised, attention matmuls halved), run as one
-modified backward pass.
+modified backward pass. BERT-family encoders follow the paper; GPT-2 and
+Llama-style decoders (Qwen2, Mistral) use our extension of its rules (see
+:mod:`.engine`).
 
 Modules: :mod:`.rules` (the rules as autograd functions), :mod:`.attention`
 (the attention function), :mod:`.engine` (install them for one pass, check

@@ -21,6 +21,7 @@ negative (``A`` and so ``R_A`` are ≈ 0 there).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,9 +40,71 @@ _HINT = 'use method_options={"chefer2021": {"relevance": "attnlrp"}} for AttnLRP
 
 @dataclass
 class AttentionCalls:
-    """The attention modules called during one pass, in call order."""
+    """The attention modules called during one pass, in call order.
+
+    ``known`` maps an autograd node to the tensor the pass knows for it (the
+    output of a rule), or None; it lets the attention function find the
+    projection behind a rotary position embedding.
+    """
 
     modules: list[nn.Module] = field(default_factory=list)
+    known: Callable[[Any], torch.Tensor | None] = lambda _node: None
+
+
+#: Autograd nodes of a rotary position embedding ``q·cos + rotate_half(q)·sin``
+#: (and the reshapes before it).
+_ROTARY = frozenset(
+    {
+        "AddBackward0",
+        "MulBackward0",
+        "CatBackward0",
+        "NegBackward0",
+        "SliceBackward0",
+        "ViewBackward0",
+        "TransposeBackward0",
+        "UnsafeViewBackward0",
+        "CloneBackward0",
+        "ToCopyBackward0",
+    }
+)
+
+
+def _unrotate(tensor: torch.Tensor, calls: AttentionCalls) -> torch.Tensor:
+    """A rotated query/key (B, H, n, d), with relevance passed unchanged to its projection.
+
+    Our choice for rotary position embeddings (Su et al., 2021), on which
+    the authors defined no rule: the rotation of each pair of features is
+    treated like LayerNorm, ``R`` passed unchanged, coordinate by coordinate,
+    to the projection's output (B, n, H·d) it was made from. Found by walking
+    the autograd graph back through the rotary operations to the one known
+    tensor, and checked: that tensor, viewed as (B, H, n, d), has the same
+    norm per head and position (a rotation keeps it). Anything else is
+    returned as it is (and the engine's path check refuses it).
+    """
+    sources, stack, seen, rotated = {}, [tensor.grad_fn], set(), False
+    while stack and len(seen) < 64:
+        current = stack.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        known = calls.known(current)
+        name = type(current).__name__
+        if known is not None:
+            sources[id(known)] = known
+        elif name in _ROTARY:
+            rotated |= name in {"AddBackward0", "MulBackward0"}
+            stack.extend(parent for parent, _ in current.next_functions)
+    if not rotated or len(sources) != 1:
+        return tensor  # no rotary (a view of a projection), or not one we recognise
+    (source,) = sources.values()
+    batch, heads, n, d = tensor.shape
+    if source.shape != (batch, n, heads * d):
+        return tensor
+    before = source.view(batch, n, heads, d).transpose(1, 2)
+    norms = before.detach().float().norm(dim=-1), tensor.detach().float().norm(dim=-1)
+    if not torch.allclose(*norms, rtol=1e-3, atol=1e-5):
+        return tensor
+    return pass_through(before, tensor)
 
 
 _ACTIVE: ContextVar[AttentionCalls | None] = ContextVar("attnwidget_chefer_pass", default=None)
@@ -89,6 +152,8 @@ def chefer_attention(
         )
     if scaling is None:
         scaling = query.shape[-1] ** -0.5
+    if calls is not None:
+        query, key = _unrotate(query, calls), _unrotate(key, calls)
     heads = query.shape[1]
     if key.shape[1] != heads:
         if heads % key.shape[1]:

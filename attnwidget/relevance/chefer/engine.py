@@ -7,8 +7,8 @@ authors' one-hot start) compute the paper's relevance as the gradient
 recognised by structure, not by ``config.model_type``:
 
 * **modules**: ``nn.Linear`` and GPT-2's ``Conv1D`` get the α1β0 rule,
-  ``LayerNorm`` and activation modules pass relevance unchanged (forward
-  hooks that return the same value wrapped in the rule);
+  ``LayerNorm``, ``*RMSNorm`` and activation modules pass relevance
+  unchanged (forward hooks that return the same value wrapped in the rule);
 * **attention**: transformers' attention interface is switched to
   :func:`.attention.chefer_attention` (matmul splits, halving);
 * **operations written inline** in a parent's forward are rewired where they
@@ -18,8 +18,17 @@ recognised by structure, not by ``config.model_type``:
   replaced by the same value from :func:`.rules.residual_add` (BERT's
   ``LayerNorm(dense(x) + input)``, GPT-2's ``x + attn(ln_1(x))``); if it is
   ``tanh``/``gelu``/``relu`` of a known tensor (RoBERTa's classification
-  head), by the same value passing relevance through. The values are
-  checked to be identical first.
+  head), by the same value passing relevance through; if it is ``a · b`` of
+  two known tensors (Llama's gated MLP), by the product split. The values
+  are checked to be identical first.
+
+Decoders are our extension: the authors defined rules for BERT and ViT
+only. Our choices, each the nearest rule of theirs: pre-LN residual
+additions (GPT-2, Llama) get the same re-normalised split; RMSNorm passes
+relevance unchanged like LayerNorm; a gated product ``act(gate(x)) · up(x)``
+is split like the attention matmuls (halved, :func:`.rules.product_split`);
+a rotary position embedding passes relevance unchanged to the projection it
+rotates (:func:`.attention._unrotate`).
 
 After the forward, every operation between the target and the first block's
 input is checked: rules, permutations, selections, reshapes and fan-out only
@@ -44,7 +53,7 @@ from torch.utils.hooks import RemovableHandle
 from ...capture.state import _all_configs
 from ...errors import ModelNotSupportedError
 from .attention import _HINT, IMPLEMENTATION, AttentionCalls, active_pass, register
-from .rules import NODE_NAMES, alpha_beta, pass_through, residual_add
+from .rules import NODE_NAMES, alpha_beta, pass_through, product_split, residual_add
 
 register()
 
@@ -165,6 +174,10 @@ class CheferRecorder:
             a, b = parents
             if a.shape == b.shape == tensor.shape and torch.equal(a + b, tensor):
                 return self.keep(residual_add(a, b), node)
+        if name == "MulBackward0" and len(parents) == 2 and None not in parents:
+            a, b = parents  # a gate: act(gate(x)) * up(x) (our choice, see product_split)
+            if a.shape == b.shape == tensor.shape and torch.equal(a * b, tensor):
+                return self.keep(product_split(a, b), node)
         if name in _ACTIVATIONS and len(parents) == 1 and parents[0] is not None:
             z = parents[0]
             if z.shape == tensor.shape and torch.equal(_ACTIVATIONS[name](node)(z), tensor):
@@ -186,6 +199,7 @@ def check_modules(model: nn.Module) -> None:
             if not any(True for _ in m.children())
             and not isinstance(m, nn.Embedding)
             and type(m).__name__ not in LINEAR | PASS | PASSIVE
+            and not type(m).__name__.endswith(("RMSNorm", "RotaryEmbedding"))
         }
     )
     if unknown:
@@ -211,6 +225,7 @@ def chefer_rules(model: nn.Module) -> Iterator[CheferRecorder]:
     configs = _all_configs(model)
     saved = [(c, c.__dict__.get("_attn_implementation_internal", _MISSING)) for c in configs]
     recorder = CheferRecorder()
+    recorder.calls.known = recorder._tensor_of
     handles: list[RemovableHandle] = []
     token = None
     try:
@@ -257,6 +272,11 @@ def _resolving_pre_hook(recorder: CheferRecorder, name: str, on_block: bool = Fa
         value, positional = _first(args, kwargs, name)
         resolved = recorder.resolve(value)
         if on_block and isinstance(resolved, torch.Tensor) and resolved.requires_grad:
+            if resolved.grad_fn is None or recorder._tensor_of(resolved.grad_fn) is None:
+                # A node of our own (identity), so that the block's residual addition
+                # finds its input, also when it is a leaf (Llama's input embeddings);
+                # the path check still walks through it to whatever produced it.
+                resolved = pass_through(resolved, resolved)
             recorder.keep(resolved)
             recorder._candidates.append((module, resolved))
         if resolved is value:
@@ -284,7 +304,7 @@ def _install(model: nn.Module, recorder: CheferRecorder, handles: list[Removable
                 )
             )
             handles.append(module.register_forward_hook(linear))
-        elif kind in PASS:
+        elif kind in PASS or kind.endswith("RMSNorm"):
 
             def unchanged(_mod: nn.Module, args: tuple, out: torch.Tensor) -> torch.Tensor:
                 return recorder.keep(pass_through(args[0], out))
