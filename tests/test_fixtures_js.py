@@ -190,6 +190,22 @@ def differences(old: Any, new: Any, where: str = "") -> list[str]:
     return [] if old == new else [f"{where}: {old!r} vs {new!r}"]
 
 
+def comparable(name: str, value: Any) -> Any:
+    """What must not drift. Attention flow's per-edge flows are one of possibly
+    many maximum flows (another scipy release may pick another), so for "flow"
+    only its exact end values count: the input nodes going down, the top
+    nodes going up. Everything else is compared in full."""
+    if name != "paths.json":
+        return value
+    out = []
+    for entry in value:
+        if entry["method"] == "flow":
+            nodes = entry["nodes"]
+            entry = {**entry, "edges": None, "reply": None, "nodes": [nodes[0], nodes[-1]]}
+        out.append(entry)
+    return out
+
+
 def test_fixture_generation_is_deterministic() -> None:
     assert {k: dump(v) for k, v in fixtures().items()} == {
         k: dump(v) for k, v in fixtures().items()
@@ -208,8 +224,9 @@ def test_committed_fixtures_match_python() -> None:
         if not path.is_file():
             problems.append(f"{name}: missing")
             continue
-        committed = json.loads(path.read_text(encoding="utf-8"))
-        problems += [f"{name}{d}" for d in differences(committed, json.loads(dump(value)))]
+        committed = comparable(name, json.loads(path.read_text(encoding="utf-8")))
+        fresh = comparable(name, json.loads(dump(value)))
+        problems += [f"{name}{d}" for d in differences(committed, fresh)]
     if problems:
         pytest.fail(
             "js/test/fixtures/ differ from what Python computes now:\n  "
@@ -225,6 +242,10 @@ def test_fixture_comparison_catches_drift() -> None:
     paths = json.loads(dump(generated["paths.json"]))
     paths[0]["nodes"][0][0] += 1e-3
     assert differences(generated["paths.json"], paths)
+    flow = next(i for i, p in enumerate(paths) if p["method"] == "flow")
+    paths = json.loads(dump(generated["paths.json"]))
+    paths[flow]["nodes"][0][1] += 1e-3  # an exact flow value changed: drift
+    assert differences(*(comparable("paths.json", p) for p in (generated["paths.json"], paths)))
     wire = json.loads(dump(generated["wire.json"]))
     data = bytearray(base64.b64decode(wire[0]["buffer"]["base64"]))
     data[0] ^= 0x40
