@@ -8,6 +8,9 @@ held constant, ε-rule on linear maps).
 
 from __future__ import annotations
 
+import inspect
+
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -202,3 +205,54 @@ class InlineNorm(nn.Module):
 def test_inline_operation_without_a_rule_is_refused_naming_the_module() -> None:
     with pytest.raises(ModelNotSupportedError, match=r"InlineNorm \(InlineNorm\): it runs"):
         relevance(InlineNorm(), torch.randn(2, 4), torch.randn(2, 4))
+
+
+# ---- a renamed copy of a supported architecture ------------------------------------
+
+
+def renamed(model: nn.Module) -> nn.Module:
+    """Every transformers module class renamed: leaf classes copied under a new name
+    (same code, no relation to the original class), the others subclassed under a new
+    name; ``model_type`` changed too. (The PreTrainedModel classes keep theirs: their
+    output recording is set up per class.)"""
+    from transformers import PreTrainedModel
+
+    for module in model.modules():
+        cls = type(module)
+        if not cls.__module__.startswith("transformers.") or isinstance(module, PreTrainedModel):
+            continue
+        leaf = next(module.children(), None) is None
+        if leaf and cls.__bases__ == (nn.Module,) and "super()." not in inspect.getsource(cls):
+            body = {k: v for k, v in cls.__dict__.items() if k not in ("__dict__", "__weakref__")}
+            module.__class__ = type(f"Copied{len(body)}", (nn.Module,), body)
+        else:
+            module.__class__ = type(f"Renamed{cls.__name__[::-1]}", (cls,), {})
+    model.config.model_type = "my-own-architecture"
+    return model
+
+
+@pytest.mark.parametrize("family", ["llama-lm", "gemma-lm", "gpt-neox-lm", "albert-cls"])
+def test_a_renamed_copy_gets_the_same_relevance(family: str) -> None:
+    from test_lrp import TEXT, randomise
+    from tiny_models import build
+
+    import attnwidget
+
+    torch.set_default_dtype(torch.float32)
+    results = []
+    for rename in (False, True):
+        model, tokenizer = build(family)
+        randomise(model, 0, biases=True)
+        if rename:
+            renamed(model)
+            names = {type(m).__name__ for m in model.modules()}
+            norms = {n for n in names if "Norm" in n and not hasattr(torch.nn, n)}
+            assert not norms  # no model class name says "norm" any more (torch's may)
+        exp = attnwidget.explain(
+            model, tokenizer, TEXT, methods=["lrp"], method_options={"lrp": {"epsilon": 0.0}}
+        )
+        results.append(exp.details["lrp"])
+    plain, copy = results
+    assert plain["target_score"] == copy["target_score"]
+    for key in ("input_relevance", "layer_relevance", "attention_relevance"):
+        assert np.array_equal(plain[key], copy[key]), key
