@@ -32,6 +32,7 @@ from attnwidget.methods._graph import add_residual, fuse_heads
 from attnwidget.views import FlowView, HeadView, ModelView, SaliencyView
 from attnwidget.views._buffers import decode_array, encode_array
 from attnwidget.views._flow_messages import MESSAGES
+from attnwidget.views._format import format_number
 from attnwidget.views._paths import compute_paths, path_methods
 from attnwidget.views._standalone import _MACHINERY
 from attnwidget.views.flow_view import encode_paths
@@ -144,6 +145,30 @@ def messages_fixture() -> dict[str, list[str]]:
     return {kind: sorted(get_type_hints(schema)) for kind, schema in MESSAGES.items()}
 
 
+def format_fixture() -> list[dict[str, Any]]:
+    """Numbers as the views show them (views/_format.py; format.ts must agree).
+
+    Hand-picked edge cases and a seeded spread over magnitudes and digits;
+    non-finite values travel as the strings JS's Number() reads back."""
+    rng = np.random.default_rng(9)
+    values = [0.41894618, 1.0000008, 1.8924047e-9, 0.0, -0.0, 1.125, -1.125, 1.005, 0.00099996]
+    values += [999999.7, 123456.7, 9.996, 0.001, 1e6, 5e-324, 1.7976931348623157e308]
+    values += [float(np.float32(v)) for v in rng.random(20)]
+    values += list(rng.normal(size=60) * 10.0 ** rng.uniform(-12, 12, 60))
+    cases = [(float(v), d) for v in values for d in (3, 1, 4)]
+    cases += [(v, 3) for v in (float("nan"), float("inf"), float("-inf"))]
+    return [
+        {
+            "value": v
+            if np.isfinite(v)
+            else {"nan": "NaN", "inf": "Infinity"}.get(str(v), "-Infinity"),
+            "digits": d,
+            "text": format_number(v, d),
+        }
+        for v, d in cases
+    ]
+
+
 def fixtures() -> dict[str, Any]:
     exp = explanation()
     return {
@@ -152,6 +177,7 @@ def fixtures() -> dict[str, Any]:
         "wire.json": wire_fixture(exp),
         "traits.json": traits_fixture(),
         "messages.json": messages_fixture(),
+        "format.json": format_fixture(),
     }
 
 

@@ -9,9 +9,11 @@ import { describe, test } from "node:test";
 import { decodeArray, type WireMeta } from "../src/buffers";
 import { decodePathsReply, productPaths, rawPaths, residualAdjust, type PathData } from "../src/flow_paths";
 import type { PathsReply } from "../src/flow_messages";
+import { formatNumber } from "../src/format";
 import { FLOW_MESSAGE_KEYS, TRAIT_NAMES } from "../src/trait_names";
 import messages from "./fixtures/messages.json";
 import attention from "./fixtures/attention.json";
+import formatCases from "./fixtures/format.json";
 import paths from "./fixtures/paths.json";
 import traits from "./fixtures/traits.json";
 import wire from "./fixtures/wire.json";
@@ -115,4 +117,14 @@ describe("FlowView message schemas name exactly the Python TypedDicts' keys", ()
   for (const [type, keys] of Object.entries(messages)) {
     test(type, () => assert.deepEqual(FLOW_MESSAGE_KEYS[type], keys));
   }
+});
+
+describe("formatNumber writes what Python's format_number writes", () => {
+  test(`${formatCases.length} numbers`, () => {
+    for (const { value, digits, text } of formatCases) {
+      // Non-finite values travel as the strings Number() reads ("NaN", "-Infinity").
+      const x = typeof value === "string" ? Number(value) : value;
+      assert.equal(formatNumber(x, { digits }), text, `formatNumber(${String(value)}, {digits: ${digits}})`);
+    }
+  });
 });
