@@ -21,6 +21,8 @@ raw rows are compared too.
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 import torch
@@ -176,8 +178,11 @@ class Reference:
         return cams
 
 
-def reference_row(model: torch.nn.Module, ids: list[int], target: int, start: int) -> np.ndarray:
-    """The authors' algorithm, from the weights: the CLS row of the rollout from ``start``."""
+def reference_row(
+    model: torch.nn.Module, ids: list[int], target: int, start: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The authors' algorithm, from the weights: the CLS row of the rollout from
+    ``start``, and R^{A_l} (L, H, n, n)."""
     ref = Reference(model)
     acts = ref.forward(ids)
     acts["logits"][target].backward()
@@ -191,7 +196,7 @@ def reference_row(model: torch.nn.Module, ids: list[int], target: int, start: in
         joint = bars[start]
         for bar in bars[start + 1 :]:
             joint = bar @ joint
-    return joint[0].numpy()
+    return joint[0].numpy(), torch.stack(cams).numpy()
 
 
 def randomise(model: torch.nn.Module, seed: int, std: float = 0.3) -> None:
@@ -222,8 +227,22 @@ def compare(model, tokenizer, text: str, start: int) -> float:
         method_options={"chefer2021": {"start_layer": start}},
     )
     ids = [int(i) for i in exp.input_ids]
-    theirs = reference_row(model, ids, exp.target_id, start)
+    theirs, cams = reference_row(model, ids, exp.target_id, start)
     ours = exp.scores["chefer2021"]
+    if start == 0:  # R^{A_l} does not depend on start_layer
+        # The relevance itself, before the rollout: every layer's R^{A_l}. Its rules
+        # divide by sums that can nearly cancel (q·k, A·V), so a float32 forward
+        # drifts up to ~1e-3 of the largest value in the lowest layers; the rules
+        # themselves are checked on a float64 copy of the model, tightly.
+        wide = attnwidget.explain(
+            copy.deepcopy(model).double(),
+            tokenizer,
+            text,
+            methods=["chefer2021"],
+            target=exp.target_id,
+        )
+        relevance = wide.details["chefer2021"]["attention_relevance"]
+        assert np.abs(relevance - cams).max() < 1e-6 * np.abs(cams).max()
     keep = ~np.isin(ids, tokenizer.all_special_ids)
     assert exp.details["chefer2021"]["relevance"] == "paper"
     assert np.abs(ours - theirs).max() < 1e-5  # rows sum to 1; float32 vs float64

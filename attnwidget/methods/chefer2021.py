@@ -178,5 +178,10 @@ def _score_chefer2021(context: ScoreContext) -> tuple[np.ndarray, dict[str, Any]
     for layer_map in maps:
         matrix = layer_map @ matrix
     # The factors travel in details so the flow view can draw chefer2021 paths.
-    details = {"start_layer": start_layer, "relevance": relevance, "layer_maps": maps}
+    details = {
+        "start_layer": start_layer,
+        "relevance": relevance,
+        "layer_maps": maps,
+        "attention_relevance": unit.astype(np.float32),  # R^{A_l} for a unit target
+    }
     return context.query_row(matrix), details
