@@ -154,6 +154,11 @@ def _score_chefer2021(context: ScoreContext) -> tuple[np.ndarray, dict[str, Any]
     the target as in their code. ``relevance="attnlrp"``: from the AttnLRP
     pass (the same one as "lrp"), divided by the target logit so that it is
     the relevance of a unit target. ``∇A_l`` is the capture's plain gradient.
+
+    Details: ``start_layer``, ``relevance`` (which one was used),
+    ``layer_maps`` (L, n, n), the factors ``Ā_l`` (identity below
+    ``start_layer``; the flow view draws its paths from them) and
+    ``attention_relevance`` (L, H, n, n), the ``R^{A_l}`` used.
     """
     options = context.options_for("chefer2021")
     start_layer, relevance, epsilon = (
