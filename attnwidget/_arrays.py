@@ -8,6 +8,7 @@ Nothing here imports torch: a tensor is recognised by its ``detach`` method.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -27,6 +28,85 @@ def to_numpy(value: Any) -> np.ndarray:
     return np.asarray(value)
 
 
+def describe_input(attention: Any) -> str:
+    """What was given, in words, for error messages: "shape (6, 12, 58)" or
+    "a tuple of 2 layers of shape (1, 12, 7, 7)" (as passed, before any reshaping)."""
+    if isinstance(attention, (tuple, list)):
+        kind = type(attention).__name__
+        shapes = sorted({tuple(np.shape(to_numpy(layer))) for layer in attention}, key=str)
+        if not shapes:
+            return f"an empty {kind}"
+        of = f"shape {shapes[0]}" if len(shapes) == 1 else f"shapes {', '.join(map(str, shapes))}"
+        word = "layer" if len(attention) == 1 else "layers"
+        return f"a {kind} of {len(attention)} {word} of {of}"
+    if isinstance(attention, (str, bytes)):
+        return f"a {type(attention).__name__} ({attention[:20]!r})"
+    shape = tuple(np.shape(to_numpy(attention)))
+    if len(shape) == 3:  # as_layer_stack reads it as one layer
+        return f"shape {shape} (read as one layer: {shape[0]} heads of {shape[1]} × {shape[2]})"
+    if len(shape) == 5 and shape[1] == 1:
+        return f"shape {shape} (read as (L, 1, H, rows, cols))"
+    return f"shape {shape}"
+
+
+def non_finite_summary(
+    array: np.ndarray,
+    axes: tuple[str, ...] = ("layer", "head", "query", "key"),
+    ids: tuple[Sequence[int] | None, ...] = (),
+) -> str:
+    """Where an array's NaN/inf values are: how many, and the first one's position.
+
+    E.g. "2 NaN/inf values of 784; the first, NaN, at layer 1, head 0, query 3,
+    key 5 (0-based)". ``axes`` names the trailing dimensions; ``ids`` may give,
+    per leading axis, the model's numbers of the positions held (e.g. the
+    layers that ``include_layers`` kept), so the message names the model's
+    layer, not its place in the selection. "" when every value is finite.
+    """
+    bad = ~np.isfinite(array)
+    count = int(bad.sum())
+    if count == 0:
+        return ""
+    first = tuple(int(i) for i in np.argwhere(bad)[0])
+    value = float(array[first])
+    kind = "NaN" if np.isnan(value) else ("+inf" if value > 0 else "-inf")
+    names = ("index",) * (len(first) - len(axes)) + axes[-len(first) :]
+    shown = [
+        int(ids[k][i]) if k < len(ids) and ids[k] is not None else i  # type: ignore[index]
+        for k, i in enumerate(first)
+    ]
+    where = ", ".join(f"{name} {i}" for name, i in zip(names, shown, strict=True))
+    values = "value" if count == 1 else "values"
+    return f"{count} NaN/inf {values} of {array.size}; the first, {kind}, at {where} (0-based)"
+
+
+def as_token_list(tokens: Any, *, name: str = "tokens", expected: int | None = None) -> list[str]:
+    """``tokens`` as a list of strings; a single string or a non-sequence is refused.
+
+    A string is a sequence of characters, so without this check
+    ``tokens="the keys"`` would be read as 8 one-character tokens.
+    ``expected`` (the attention's positions) only enters the message.
+    """
+    want = (
+        f"one per attention position ({expected})" if expected is not None else "one per position"
+    )
+    if isinstance(tokens, (str, bytes)):
+        raise TypeError(
+            f"{name} is one {type(tokens).__name__} ({_clip(tokens)}); pass a list of token "
+            f"strings, {want}, e.g. tokenizer.convert_ids_to_tokens(inputs['input_ids'][0])."
+        )
+    try:
+        return [str(t) for t in tokens]
+    except TypeError:
+        raise TypeError(
+            f"{name} is a {type(tokens).__name__}; pass a list of token strings, {want}."
+        ) from None
+
+
+def _clip(text: str | bytes, limit: int = 40) -> str:
+    shown = repr(text[:limit])
+    return shown[:-1] + "…" + shown[-1] if len(text) > limit else shown
+
+
 def as_layer_stack(
     attention: Any,
     *,
@@ -42,8 +122,15 @@ def as_layer_stack(
     (L, H, rows, cols), (L, 1, H, rows, cols) or (H, rows, cols) (one layer).
     ``square`` requires rows == cols (self-attention); ``finite`` refuses
     NaN/inf. Raises :class:`AttentionShapeError` (a ``ValueError``) naming
-    the shape that was given and the one expected.
+    what was given (as passed, before any reshaping), what was expected, and
+    :class:`NonFiniteError` naming how many values are not finite and where
+    the first one is (layer, head, query, key).
     """
+    if isinstance(attention, (str, bytes)):
+        raise AttentionShapeError(
+            f"{name} is a {type(attention).__name__}; expected attention weights: an (L, H, n, "
+            "n) array or a tuple of (1, H, n, n) tensors, one per layer."
+        )
     if isinstance(attention, (tuple, list)):
         if len(attention) == 0:
             raise AttentionShapeError(
@@ -62,14 +149,14 @@ def as_layer_stack(
                 array = array[0]
             if array.ndim != 3:
                 raise AttentionShapeError(
-                    f"{name}[{index}] has shape {tuple(array.shape)}; expected (1, H, n, n). "
-                    "Make sure the model was run with output_attentions=True."
+                    f"{name}[{index}] has shape {tuple(array.shape)}; expected (1, H, n, n) or "
+                    "(H, n, n). Make sure the model was run with output_attentions=True."
                 )
             layers.append(array)
         shapes = sorted({a.shape for a in layers})
         if len(shapes) != 1:
             raise AttentionShapeError(
-                f"{name} layers have shapes {shapes}; every layer must be (1, H, n, n) or "
+                f"{name} is {describe_input(attention)}; every layer must be (1, H, n, n) or "
                 "(H, n, n) with the same H and n (batch size 1)."
             )
         stack = np.stack(layers)
@@ -81,21 +168,22 @@ def as_layer_stack(
             stack = stack[None]
     if stack.ndim != 4:
         raise AttentionShapeError(
-            f"{name} has shape {tuple(stack.shape)}; expected (L, H, n, n), or a tuple of "
+            f"{name} has {describe_input(attention)}; expected (L, H, n, n), or a tuple of "
             "(1, H, n, n) tensors, one per layer (output_attentions=True)."
         )
     if square and stack.shape[-1] != stack.shape[-2]:
+        rows, cols = stack.shape[-2:]
         raise AttentionShapeError(
-            f"{name} has shape {tuple(stack.shape)}; expected (L, H, n, n) with "
-            "square per-head maps (rows = queries, columns = keys)."
+            f"{name} has {describe_input(attention)}: each head's map is {rows} × "
+            f"{cols}; expected (L, H, n, n) with square per-head maps (n queries × n keys, "
+            "one row and column per token)."
         )
     if stack.size == 0:
-        raise AttentionShapeError(f"{name} has shape {tuple(stack.shape)}: it holds no values.")
+        raise AttentionShapeError(f"{name} has {describe_input(attention)}: it holds no values.")
     stack = stack.astype(dtype, copy=False)
     if finite and not np.isfinite(stack).all():
-        bad = int((~np.isfinite(stack)).sum())
         raise NonFiniteError(
-            f"{name} contains {bad} NaN/inf value(s); check the model in float32 "
+            f"{name} contains {non_finite_summary(stack)}; check the model in float32 "
             "or remove the padding positions before explaining."
         )
     return stack

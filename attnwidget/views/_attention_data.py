@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from .._arrays import non_finite_summary
 from ..errors import AttentionShapeError, NonFiniteError
 from ..explanation import Explanation
 from ._buffers import ATTENTION_HINT, DTYPES, check_float16, decode_float16, encode_attention
@@ -211,7 +212,11 @@ def make_matrix(
             "(layers, heads, query tokens, key tokens)."
         )
     if array.size and not np.isfinite(array).all():
-        raise NonFiniteError(f"{label} attention contains NaN or infinite values.")
+        what = label if key == "self" else f"{label} attention"
+        raise NonFiniteError(
+            f"{what} contains {non_finite_summary(array, ids=(layer_ids, head_ids))}; expected "
+            "finite weights (run the model in float32, or leave out padding positions)."
+        )
     # Refused here, before any view changes, rather than sent as float16 infinity.
     largest = np.abs(array).max(initial=0.0)
     check_float16(largest, f"{label} attention", underflow="allow", hint=ATTENTION_HINT)

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from .._arrays import as_layer_stack
+from .._arrays import as_layer_stack, as_token_list, describe_input
 from ._attention import AttentionMatrix, AttentionSet, make_matrix
 from .head_view import HeadView
 from .model_view import ModelView
@@ -172,7 +172,7 @@ def _attention_set(
                 "(encoder_attention, decoder_attention, cross_attention, encoder_tokens, "
                 "decoder_tokens); those are for encoder-decoder models."
             )
-        shown = pretty(tokens)
+        shown = pretty(as_token_list(tokens, name="tokens"))
         matrix = _matrix("self", attention, shown, shown, include_layers, include_heads)
         data = AttentionSet(shown, [], [matrix], sentence_b_start)
         return data.checked(), matrix.layer_ids
@@ -181,8 +181,16 @@ def _attention_set(
             "You must specify at least one attention argument: 'attention' (with 'tokens') "
             "or encoder_attention / decoder_attention / cross_attention."
         )
-    enc = pretty(encoder_tokens) if encoder_tokens is not None else None
-    dec = pretty(decoder_tokens) if decoder_tokens is not None else None
+    enc = (
+        None
+        if encoder_tokens is None
+        else pretty(as_token_list(encoder_tokens, name="encoder_tokens"))
+    )
+    dec = (
+        None
+        if decoder_tokens is None
+        else pretty(as_token_list(decoder_tokens, name="decoder_tokens"))
+    )
     matrices: list[AttentionMatrix] = []
     for key, weights, needs in (
         ("encoder", encoder_attention, ("encoder_tokens",)),
@@ -214,9 +222,21 @@ def _matrix(
     array = _layers_array(weights, name)
     layers, heads, n_rows, n_cols = array.shape
     if (n_rows, n_cols) != (len(rows), len(cols)):
+        # Which token lists label the rows and the columns (bertviz's argument names).
+        row_name, col_name = {
+            "self": ("tokens", "tokens"),
+            "encoder": ("encoder_tokens", "encoder_tokens"),
+            "decoder": ("decoder_tokens", "decoder_tokens"),
+            "cross": ("decoder_tokens", "encoder_tokens"),
+        }[key]
+        same = row_name == col_name
+        count = f"{len(rows)}" if same else f"{len(rows)} and {len(cols)}"
+        given = row_name if same else f"{row_name} and {col_name}"
         raise ValueError(
-            f"{name} has {n_rows} query and {n_cols} key positions but there are {len(rows)} and "
-            f"{len(cols)} tokens; pass the tokens the attention was computed on."
+            f"{name} has {n_rows} query and {n_cols} key positions but there are {count} "
+            f"tokens (in {given}); expected {n_rows} query and {n_cols} key tokens, one per "
+            f"position. {name} was given as {describe_input(weights)}; pass the tokens the "
+            "attention was computed on."
         )
     layer_ids = _indices(include_layers, layers, "include_layers")
     head_ids = _indices(include_heads, heads, "include_heads")
