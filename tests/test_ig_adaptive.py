@@ -148,3 +148,20 @@ def test_adaptive_ig_equals_an_independent_trapezoid_integral(causal) -> None:
     scale = max(abs(info["target_value"]), abs(info["target_delta"]))
     assert abs(scores.sum() - fine.sum()) <= 0.011 * scale
     assert np.abs(scores - fine).max() <= 0.01 * scale
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "pattern"),
+    [
+        ({"steps": 0}, r"steps=0 must be at least 1 \(or None"),
+        ({"max_steps": 0}, r"max_steps=0 .* must be at least 1"),
+        ({"tolerance": 0.0}, r"tolerance=0.0 positive"),
+        ({"batch_size": 0}, r"batch_size=0 must be at least 1"),
+        ({"baseline": np.zeros((1, 3))}, r"baseline \(1, 3\) must match embeddings \(2, 3\)"),
+    ],
+)
+def test_bad_arguments_are_refused_before_any_evaluation(kwargs: dict, pattern: str) -> None:
+    f = SineSum()
+    with pytest.raises(attnwidget.InputError, match=pattern):
+        attnwidget.integrated_gradients(f, X, **kwargs)
+    assert f.points == []
