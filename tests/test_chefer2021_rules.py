@@ -239,3 +239,12 @@ def test_attnlrp_option_keeps_the_previous_definition() -> None:
     paper = attnwidget.explain(model, tokenizer, TEXT, methods=["chefer2021"])
     assert paper.details["chefer2021"]["relevance"] == "paper"
     assert not np.allclose(paper.scores["chefer2021"], exp.scores["chefer2021"], atol=1e-3)
+
+
+def test_a_successful_pass_leaves_the_model_as_it_was() -> None:
+    model, tokenizer = build("gpt2-lm")
+    model.train()
+    before = snapshot(model)
+    exp = attnwidget.explain(model, tokenizer, TEXT, methods=["chefer2021"])
+    assert exp.scores["chefer2021"].sum() == pytest.approx(1.0, abs=1e-5)
+    assert snapshot(model) == before
