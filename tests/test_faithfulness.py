@@ -6,8 +6,8 @@ negative perturbation AUC of accuracy (lower / higher is better):
 =============  ===========  ===========  ===========  ===========  =========
 model          raw          rollout      lrp          chefer2021   random
 =============  ===========  ===========  ===========  ===========  =========
-sva-encoder    45.9 / 83.5  42.7 / 86.5  43.5 / 86.6  45.0 / 85.2  66 / 65
-sva-causal     58.0 / 46.1  42.7 / 60.2  33.4 / 69.9  55.4 / 49.7  52 / 52
+sva-encoder    45.9 / 83.5  42.7 / 86.5  43.5 / 86.6  46.7 / 82.5  66 / 65
+sva-causal     58.0 / 46.1  42.7 / 60.2  33.4 / 69.9  50.4 / 53.8  52 / 52
 =============  ===========  ===========  ===========  ===========  =========
 
 Asserted below (on 200 sentences, with margins smaller than the gaps seen):
@@ -18,11 +18,14 @@ Asserted below (on 200 sentences, with margins smaller than the gaps seen):
   the causal LM (positive order), and clearly better than random on both.
 * AttnLRP finds the subject of (almost) every encoder sentence.
 
+* Chefer et al. (2021): chefer2021 (the paper's own LRP rules, all layers)
+  is more faithful than raw attention on the causal LM.
+
 Not asserted, because it does not hold here: Chefer et al.'s ordering
-"theirs ≥ rollout ≥ raw" (chefer2021 beats raw attention on both models but
-not rollout), and on the causal LM chefer2021 with all layers (the default)
-is no better than a random order; with ``start_layer=-1`` it is (see
-:func:`attnwidget.methods.chefer2021.chefer2021`).
+"theirs ≥ rollout ≥ raw". With the paper's relevance, chefer2021 is slightly
+*less* faithful than raw attention on the encoder (46.7 / 82.5 against
+45.9 / 83.5; with AttnLRP's relevance, ``relevance="attnlrp"``, it was
+45.0 / 85.2), and below rollout on both models.
 """
 
 from __future__ import annotations
@@ -85,8 +88,7 @@ def test_lrp_is_the_most_faithful_on_the_causal_lm(results) -> None:
         assert auc(r, "lrp", "positive") < auc(r, other, "positive") - 3
 
 
-@pytest.mark.parametrize("model", ["sva-encoder", "sva-causal"])
-def test_chefer2021_is_more_faithful_than_raw_attention(results, model: str) -> None:
-    r = results[model]
+def test_chefer2021_is_more_faithful_than_raw_attention_on_the_causal_lm(results) -> None:
+    r = results["sva-causal"]
     assert auc(r, "chefer2021", "positive") < auc(r, "raw", "positive")
     assert auc(r, "chefer2021", "negative") > auc(r, "raw", "negative")

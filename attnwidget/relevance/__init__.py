@@ -8,4 +8,6 @@ the model again after the capture lives here, so the methods stay array maths.
   of the input embeddings, its probability as a function of the ids, and one
   more forward+backward inside a caller's context manager).
 * :mod:`.lrp`: AttnLRP's rules installed on a stock model for one pass.
+* :mod:`.chefer`: Chefer, Gur & Wolf's (CVPR 2021) LRP rules, the relevance
+  behind ``chefer2021``.
 """
