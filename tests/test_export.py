@@ -378,3 +378,78 @@ def test_downloads_work_in_a_live_widget(solara_test: Any, page_session: Any) ->
     width, height, pixels = png_size_and_pixels(Path(png_download.value.path()).read_bytes())
     assert width > 100 and height > 40 and len(set(pixels)) > 32
     assert page.locator(".attnw-toolbar-message").text_content() == ""
+
+
+# ------------------------------------------- html_action="return": embedded in a page
+
+#: A host page standing in for the notebook: the output lands in its <body>.
+HOST_PAGE = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>host</title></head>
+<body><div id="output">{output}</div></body></html>
+"""
+
+#: How JupyterLab shows a trusted text/html output: innerHTML, then each script
+#: re-created so that it runs.
+INSERT_LIKE_JUPYTER = """(html) => {
+  const out = document.getElementById('output');
+  out.innerHTML = html;
+  for (const old of Array.from(out.querySelectorAll('script'))) {
+    const s = document.createElement('script');
+    for (const a of Array.from(old.attributes)) s.setAttribute(a.name, a.value);
+    s.textContent = old.textContent;
+    old.replaceWith(s);
+  }
+}"""
+
+
+def _csp_errors(watch: Any) -> list[str]:
+    return [e for e in watch.console_errors if "Content Security Policy" in e]
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("insert", ["parsed", "innerHTML"])
+def test_returned_html_embeds_without_a_misplaced_csp_meta(
+    tmp_path: Path, open_page: Any, insert: str
+) -> None:
+    """head_view(..., html_action="return") is shown inside another page: it must
+    carry no CSP <meta> (outside <head> the browser rejects it with a console
+    error) and still draw its view and answer clicks, offline."""
+    from attnwidget import head_view
+
+    n = len(TOKENS)
+    rng = np.random.default_rng(3)
+    weights = rng.random((2, 2, n, n)).astype(np.float32)
+    weights /= weights.sum(-1, keepdims=True)
+    returned = head_view(tuple(w[None] for w in weights), TOKENS, html_action="return").data
+    assert "Content-Security-Policy" not in returned and "<html" not in returned
+    # The control: the complete page (to_html) embedded the same way is rejected,
+    # so this check sees the error when it is there.
+    full_page = make_view(TOKENS).to_html()
+    for output, expect_error in ((full_page, True), (returned, False)):
+        path = tmp_path / f"host-{insert}-{expect_error}.html"
+        path.write_text(HOST_PAGE.format(output="" if insert == "innerHTML" else output))
+        watch = open_page(path)
+        page = watch.page
+        if insert == "innerHTML":
+            page.evaluate(INSERT_LIKE_JUPYTER, output)
+        view = page.locator("#output .attnw").first
+        view.wait_for()
+        if expect_error:
+            page.wait_for_timeout(200)
+            assert _csp_errors(watch), "the misplaced CSP <meta> logged no error"
+            continue
+        assert page.evaluate("document.querySelectorAll('body meta[http-equiv]').length") == 0
+        page.locator("#output .attnw-headview[data-state=ready]").wait_for()
+        # It reacts: clicking a token pins it in the page.
+        page.locator("#output .attnw-headview .attnw-col-left .attnw-token").nth(2).click()
+        page.locator('#output .attnw-col-left .attnw-pinned[data-index="2"]').wait_for()
+        assert not _csp_errors(watch)
+        watch.assert_clean()
+
+
+def test_saved_page_keeps_its_csp_in_head() -> None:
+    """to_html() stays a complete document whose policy sits in <head>."""
+    page = make_view(TOKENS).to_html()
+    head = page[page.index("<head>") : page.index("</head>")]
+    assert 'http-equiv="Content-Security-Policy"' in head
+    assert page.count("Content-Security-Policy") == 1

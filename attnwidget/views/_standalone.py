@@ -201,6 +201,24 @@ def exported(widget: _AttnWidget) -> tuple[str, list[str]]:
     return head, [reply_block(widget.model_id, r) for r in replies]
 
 
+def embeddable(widget: _AttnWidget) -> str:
+    """The view as an HTML fragment to embed in another page (a notebook output,
+    ``IPython.display.HTML``): its state, the bundle and its recorded replies,
+    like :func:`page` but with no document around it.
+
+    No Content-Security-Policy ``<meta>``: a policy given by ``<meta>`` counts
+    only inside the document's ``<head>``; anywhere else the browser ignores it
+    and logs an error, and an embedded fragment always lands in the host's
+    ``<body>``. The host page's own policy applies to it instead. Saved as a
+    file by itself the fragment still opens (the browser supplies ``<html>``,
+    ``<head>`` and ``<body>``); :func:`page` is the complete, locked-down
+    document.
+    """
+    view, replies = exported(widget)
+    bundle = bundle_script(widget_bundle(widget))
+    return "\n".join(['<div class="attnw-embedded">', view, bundle, *replies, "</div>"])
+
+
 def view_block(widget: _AttnWidget, payload: dict[str, Any]) -> str:
     """The element a view is drawn in: its state block and a no-script notice."""
     view = html.escape(str(getattr(widget, "_view", "")), quote=True)

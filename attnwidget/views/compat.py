@@ -98,7 +98,7 @@ def model_view(
     tokens: Sequence[str] | None = None,
     sentence_b_start: int | None = None,
     prettify_tokens: bool = True,
-    display_mode: str = "dark",
+    display_mode: str = "auto",
     encoder_attention: Any = None,
     decoder_attention: Any = None,
     cross_attention: Any = None,
@@ -113,8 +113,9 @@ def model_view(
     Arguments as for :func:`head_view`, plus:
 
     Args:
-        display_mode: ``"dark"`` (bertviz's default) or ``"light"``; attnwidget
-            also takes ``"auto"`` (follow the notebook's theme).
+        display_mode: ``"auto"`` (default: follow the notebook's theme, as
+            :func:`head_view` does), ``"dark"`` (bertviz's default) or
+            ``"light"``.
         include_heads: indices of the heads to show (default: all).
     """
     _check_action(html_action)
@@ -310,9 +311,12 @@ def _finish(view: HeadView | ModelView, html_action: str) -> Any:
     if html_action == "return":
         from IPython.display import HTML
 
-        # A self-contained page (bundle and attention inline, no CDN), like
-        # bertviz's HTML but working offline.
-        html = HTML(view.to_html())
+        # Self-contained (bundle and attention inline, no CDN), like bertviz's
+        # HTML but working offline; a fragment, not a page: it is displayed
+        # inside the notebook's page, where a page's CSP <meta> is an error.
+        from ._standalone import embeddable
+
+        html = HTML(embeddable(view))
         view.close()  # never displayed: free the kernel-side comm
         return html
     from IPython.display import display
