@@ -109,8 +109,11 @@ def test_model_view_include_layers_and_heads() -> None:
     np.testing.assert_array_equal(view.shown_attention(), layer_stack(attention, [2, 0, 3], [5, 1]))
     info = view.matrices[0]
     assert info["layer_ids"] == [2, 0, 3] and info["head_ids"] == [5, 1]
-    assert view.theme == "dark"  # bertviz's default display_mode
+    # Follows the notebook's theme by default, as head_view does (bertviz's
+    # default "dark" drew a dark block on light JupyterLab).
+    assert view.theme == "auto" and head_view(attention, TOKENS).theme == "auto"
     assert model_view(attention, TOKENS, display_mode="light").theme == "light"
+    assert model_view(attention, TOKENS, display_mode="dark").theme == "dark"
     view.select(0, 1)
     np.testing.assert_array_equal(view.selected_attention, attention[0][0, 1].numpy())
     with pytest.raises(ValueError, match="display_mode='blue'"):

@@ -1,24 +1,10 @@
 /**
- * Pure helpers of the attention views (no DOM, unit-tested in node): head
- * colours, sentence-pair blocks, grouping lines by opacity, thumbnail bins,
- * and the model view's grid geometry.
+ * Pure helpers of the attention views (no DOM, unit-tested in node):
+ * sentence-pair blocks, how a weight becomes a line (opacity curve, width),
+ * grouping lines by opacity, thumbnail bins, and the model view's grid
+ * geometry. (Head colours: colors.ts.)
  */
 import type { PairFilter } from "./attention_types";
-
-/**
- * Head colours, colour-blind safe: Okabe & Ito's eight (black swapped for
- * grey so it shows on dark themes too), then Paul Tol's "muted" set. Beyond
- * 17 heads the colours repeat; head boxes also carry the head's number.
- */
-export const HEAD_COLORS: readonly string[] = [
-  "#e69f00", "#56b4e9", "#009e73", "#f0e442", "#0072b2", "#d55e00", "#cc79a7", "#999999",
-  "#cc6677", "#332288", "#ddcc77", "#117733", "#88ccee", "#882255", "#44aa99", "#999933", "#aa4499",
-];
-
-/** Colour of the head at position `i` (positions, not ids, so colours stay stable per view). */
-export function headColor(i: number): string {
-  return HEAD_COLORS[((i % HEAD_COLORS.length) + HEAD_COLORS.length) % HEAD_COLORS.length] as string;
-}
 
 /** A half-open index range [start, stop). */
 export type Range = readonly [number, number];
@@ -35,6 +21,97 @@ export function pairBlock(filter: PairFilter, rows: number, cols: number, split:
 export function alphaLevel(opacity: number): number {
   if (!(opacity > 0)) return 0; // also NaN
   return opacity >= 1 ? 255 : Math.round(opacity * 255);
+}
+
+/** Steps of a LevelCurve: weights are looked up at a resolution of 1/CURVE_STEPS. */
+export const CURVE_STEPS = 4096;
+
+/**
+ * How a weight becomes a line's 8-bit alpha level: `curve[round(w ×
+ * CURVE_STEPS)]` (w clamped to [0, 1]; level 0: not drawn). A table, not a
+ * formula, because the bucketing loops below run over every weight of every
+ * shown head (3 M at 512 tokens × 12 heads) on each redraw.
+ */
+export type LevelCurve = Uint8Array;
+
+/** Weights under this share of a query's attention draw no line (the blur of weak links). */
+export const MIN_WEIGHT = 0.02;
+
+/**
+ * The line curve for `heads` heads drawn over each other.
+ *
+ * bertviz draws opacity = weight / heads: at 12 heads a weight of 0.5 is
+ * 4 % opaque, so even strong links read faintly. Here opacity follows a
+ * perceptual curve instead: weights under MIN_WEIGHT are not drawn, the
+ * rest rise from a faint floor to fully opaque at weight 1 along
+ * t^gamma (t = the weight's place between MIN_WEIGHT and 1). One head:
+ * gamma 0.5 (square root: weak links stay visible); more heads overlap, so
+ * gamma rises to 1 at 12 and the floor halves, which keeps the many weak
+ * lines of 12 heads faint while a strong link of any head is near opaque.
+ */
+export function lineCurve(heads: number): LevelCurve {
+  const h = Math.max(1, Number.isFinite(heads) ? heads : 1);
+  const gamma = 0.5 + 0.5 * Math.min(1, (h - 1) / 11);
+  const floor = h > 1 ? 0.06 : 0.12;
+  const curve = new Uint8Array(CURVE_STEPS + 1);
+  for (let k = 0; k <= CURVE_STEPS; k++) {
+    const w = k / CURVE_STEPS;
+    if (w < MIN_WEIGHT) continue;
+    const t = (w - MIN_WEIGHT) / (1 - MIN_WEIGHT);
+    curve[k] = Math.max(1, Math.round(255 * (floor + (1 - floor) * t ** gamma)));
+  }
+  return curve;
+}
+
+/** lineCurve per number of heads shown, built once per count (a 4,097-entry table). */
+const curves = new Map<number, LevelCurve>();
+export function curveFor(heads: number): LevelCurve {
+  let curve = curves.get(heads);
+  if (!curve) curves.set(heads, (curve = lineCurve(heads)));
+  return curve;
+}
+
+/** The old linear mapping, opacity = weight × scale (alphaLevel at the curve's resolution). */
+export function linearCurve(scale: number): LevelCurve {
+  const curve = new Uint8Array(CURVE_STEPS + 1);
+  for (let k = 0; k <= CURVE_STEPS; k++) curve[k] = alphaLevel((k / CURVE_STEPS) * scale);
+  return curve;
+}
+
+/** Index of a weight in a LevelCurve: 0 for anything not > 0 (NaN too), CURVE_STEPS from 1 up. */
+function curveIndex(w: number): number {
+  return w >= 1 ? CURVE_STEPS : w > 0 ? (w * CURVE_STEPS + 0.5) | 0 : 0;
+}
+
+/** The alpha level (0..255) of one weight on a curve. */
+export function levelOf(curve: LevelCurve, w: number): number {
+  return curve[curveIndex(w)]!;
+}
+
+/**
+ * Stroke width (CSS px) of lines at an alpha level: strong links are drawn
+ * thicker, so they stand out by shape as well as by colour. Only strong
+ * lines are thick: rasterising thick lines costs ~4x hairlines in a
+ * software-rendered browser, and a row holds at most one weight over 0.5.
+ */
+export function lineWidthFor(level: number): number {
+  return level >= 204 ? 3 : level >= 128 ? 2 : 1;
+}
+
+/**
+ * The per-head weight strip beside a token column: one block per head slot
+ * (all heads of the layer, shown or not, so a head keeps its place), about
+ * 120 px in all as bertviz's, at least 4 px a head and at most 24.
+ */
+export function stripLayout(slots: number): { perHead: number; width: number } {
+  const n = Math.max(1, Math.floor(slots));
+  const perHead = Math.max(4, Math.min(24, Math.floor(120 / n)));
+  return { perHead, width: perHead * n };
+}
+
+/** Opacity of a strip block: the square root of the weight (perceptual, as the lines' one-head curve), 0 for none. */
+export function stripAlpha(w: number): number {
+  return w > 0 ? Math.sqrt(Math.min(1, w)) : 0;
 }
 
 /** What a hovered or pinned token restricts the lines to (local indices in the block). */
@@ -62,7 +139,7 @@ export interface LineBuckets {
  *
  * @param weights the head's (rows × cols) weights, row-major, stride `stride`
  * @param rows, cols the block (pair filter) in matrix coordinates
- * @param scale opacity = weight × scale (1 / heads shown, as bertviz does)
+ * @param curve alpha level of each weight (lineCurve)
  * @param focus only the lines of this query (or into this key), if given
  */
 export function bucketLines(
@@ -70,7 +147,7 @@ export function bucketLines(
   stride: number,
   rows: Range,
   cols: Range,
-  scale: number,
+  curve: LevelCurve,
   focus: Focus | null = null,
 ): LineBuckets {
   const blockRows = Math.max(0, rows[1] - rows[0]);
@@ -81,16 +158,13 @@ export function bucketLines(
   const j1 = focus?.side === "key" ? Math.min(blockCols, focus.index + 1) : blockCols;
   const counts = new Int32Array(256);
   const levels = new Uint8Array(Math.max(0, (i1 - i0) * (j1 - j0)));
-  // alphaLevel inlined: this loop runs over every weight of every shown head
-  // (3 M at 512 tokens × 12 heads) on each redraw. Same result: round(w ×
-  // scale × 255), 255 from 254.5 up, 0 for anything not > 0 (NaN too).
-  const toLevel = scale * 255;
+  // curveIndex inlined: this loop runs over every weight of every shown head.
   let t = 0;
   for (let i = i0; i < i1; i++) {
     const base = (rows[0] + i) * stride + cols[0];
     for (let j = j0; j < j1; j++, t++) {
-      const v = (weights[base + j] as number) * toLevel;
-      const level = v >= 254.5 ? 255 : v > 0 ? (v + 0.5) | 0 : 0;
+      const w = weights[base + j] as number;
+      const level = curve[w >= 1 ? CURVE_STEPS : w > 0 ? (w * CURVE_STEPS + 0.5) | 0 : 0]!;
       levels[t] = level;
       counts[level]! += 1;
     }
@@ -133,14 +207,13 @@ export function levelCutoff(buckets: readonly LineBuckets[], budget: number): nu
  * without writing a level per weight (3 M at 512 tokens × 12 heads): the
  * head-box click at n = 512 spent most of its time doing that.
  */
-export function levelCounts(weights: ArrayLike<number>, stride: number, rows: Range, cols: Range, scale: number): Int32Array {
+export function levelCounts(weights: ArrayLike<number>, stride: number, rows: Range, cols: Range, curve: LevelCurve): Int32Array {
   const counts = new Int32Array(256);
-  const toLevel = scale * 255;
   for (let i = rows[0]; i < rows[1]; i++) {
     const base = i * stride;
     for (let j = cols[0]; j < cols[1]; j++) {
-      const v = (weights[base + j] as number) * toLevel;
-      counts[v >= 254.5 ? 255 : v > 0 ? (v + 0.5) | 0 : 0]! += 1;
+      const w = weights[base + j] as number;
+      counts[curve[w >= 1 ? CURVE_STEPS : w > 0 ? (w * CURVE_STEPS + 0.5) | 0 : 0]!]! += 1;
     }
   }
   return counts;
@@ -166,7 +239,7 @@ export function bucketStrong(
   stride: number,
   rows: Range,
   cols: Range,
-  scale: number,
+  curve: LevelCurve,
   minLevel: number,
   counts: ArrayLike<number>,
 ): LineBuckets {
@@ -179,16 +252,17 @@ export function bucketStrong(
   const count = starts[256]!;
   const items = new Int32Array(count);
   const next = starts.slice(0, 256);
-  const toLevel = scale * 255;
-  // Level >= from <=> v >= from - 0.5 (rounding half up, as in bucketLines).
-  const threshold = from - 0.5;
+  // The curve rises with the weight: level >= from <=> curve index >= first.
+  let first = 1;
+  while (first <= CURVE_STEPS && curve[first]! < from) first++;
   if (count > 0) {
     for (let i = 0; i < blockRows; i++) {
       const base = (rows[0] + i) * stride + cols[0];
       for (let j = 0; j < blockCols; j++) {
-        const v = (weights[base + j] as number) * toLevel;
-        if (!(v >= threshold)) continue;
-        const level = v >= 254.5 ? 255 : (v + 0.5) | 0;
+        const w = weights[base + j] as number;
+        const k = w >= 1 ? CURVE_STEPS : w > 0 ? (w * CURVE_STEPS + 0.5) | 0 : 0;
+        if (k < first) continue;
+        const level = curve[k]!;
         items[next[level]!++] = i * blockCols + j;
       }
     }

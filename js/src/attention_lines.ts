@@ -4,26 +4,34 @@
  * alpha level, so even 512 tokens × 12 heads stay a few hundred strokes and a
  * few thousand DOM nodes (the tokens), never one element per line.
  *
- * Hovering a token shows only its lines (and, beside the other column, one
- * box per head with opacity = weight); clicking a query token pins it.
- * Tokens are text nodes (textContent), never markup.
+ * Hovering a token shows only its lines and, beside the other column, a
+ * strip of blocks per token, one per head, opacity by weight (bertviz's
+ * boxes, ~120 px wide); the focus stays while the pointer is on the canvas,
+ * so its lines and strips can be hovered. Hovering a line or a block shows
+ * its weight (query → key, weight, head) in a tooltip; clicking a query
+ * token pins it. Tokens are text nodes (textContent), never markup.
  */
+import { drawStrips, strokeLines, visibleBand } from "./attention_draw";
 import {
   bucketLines,
   bucketStrong,
   cutoffFromCounts,
   levelCounts,
   rowHeightFor,
+  stripLayout,
   type Focus,
+  type LevelCurve,
   type LineBuckets,
   type Range,
 } from "./attention_layout";
+import { nearestLine, weightText } from "./attention_tooltip";
 import { clear, displayToken, h } from "./dom";
 import { DRAW_ALL_EVENT } from "./snapshot";
 
 export interface PanelHead {
-  /** Head position (colour index) and id (for labels). */
+  /** Head id (for labels), its slot in the weight strips (its position among the layer's heads) and colour. */
   id: number;
+  slot: number;
   color: string;
   /** The full matrix's (rows × cols) weights of this head, row-major. */
   weights: Float32Array;
@@ -36,14 +44,14 @@ export interface PanelData {
   rows: Range;
   cols: Range;
   heads: PanelHead[];
-  /** Line opacity = weight × scale. */
-  scale: number;
+  /** Head slots of the weight strips (all heads of the layer, shown or not). */
+  slots: number;
+  /** Alpha level of each weight (lineCurve of the heads shown). */
+  curve: LevelCurve;
   /** Causal attention: keys after the focused query are masked. */
   causal: boolean;
 }
 
-/** Width of the per-head weight boxes beside each column (CSS px). */
-const BOX = 16;
 /**
  * Most lines one unfocused drawing strokes (the strongest are kept). What a
  * canvas costs is the pixels its lines cover: in a software-rendered browser
@@ -51,65 +59,10 @@ const BOX = 16;
  * A focused token's lines (at most heads × tokens) are always all drawn.
  */
 export const LINE_BUDGET = 8000;
-/** Segments per path: short paths rasterise fastest (many overlapping edges in one path do not). */
-const SEGMENTS_PER_PATH = 8;
-
-/**
- * Stroke the lines of `b` whose alpha level is at least `cutoff`, faint
- * first so strong lines lie on top; line (i, j) runs from (x0, y0(i)) to
- * (x1, y1(j)). Returns the number of lines stroked.
- */
-export function strokeLines(
-  ctx: CanvasRenderingContext2D,
-  b: LineBuckets,
-  cutoff: number,
-  x0: number,
-  x1: number,
-  y0: (i: number) => number,
-  y1: (j: number) => number,
-): number {
-  let drawn = 0;
-  for (let level = Math.max(1, cutoff); level < 256; level++) {
-    const start = b.starts[level]!;
-    const stop = b.starts[level + 1]!;
-    if (start === stop) continue;
-    ctx.globalAlpha = level / 255;
-    for (let t = start; t < stop; t += SEGMENTS_PER_PATH) {
-      ctx.beginPath();
-      for (let u = t; u < Math.min(stop, t + SEGMENTS_PER_PATH); u++) {
-        const flat = b.items[u]!;
-        const i = Math.floor(flat / b.blockCols);
-        const j = flat - i * b.blockCols;
-        ctx.moveTo(x0, y0(i));
-        ctx.lineTo(x1, y1(j));
-      }
-      ctx.stroke();
-    }
-    drawn += stop - start;
-  }
-  ctx.globalAlpha = 1;
-  return drawn;
-}
 /** Canvases above this many device pixels on a side fail in browsers. */
 const MAX_CANVAS_PX = 32000;
 /** Drawn around the visible part of a tall panel, as a fraction of its height, so short scrolls need no redraw. */
 const BAND_MARGIN = 0.5;
-
-/** The vertical band [top, bottom) of `el` (px from its top) that is visible through its scroll ancestors and the window. */
-function visibleBand(el: HTMLElement): [number, number] {
-  const box = el.getBoundingClientRect();
-  let top = Math.max(0, -box.top);
-  let bottom = Math.min(box.height, (globalThis.innerHeight || box.height) - box.top);
-  for (let a = el.parentElement; a && bottom > top; a = a.parentElement) {
-    if (a.scrollHeight <= a.clientHeight) continue; // cannot clip vertically
-    const overflow = getComputedStyle(a).overflowY;
-    if (overflow === "visible") continue;
-    const r = a.getBoundingClientRect();
-    top = Math.max(top, r.top - box.top);
-    bottom = Math.min(bottom, r.bottom - box.top);
-  }
-  return [top, Math.max(top, bottom)];
-}
 
 export class LinePanel {
   readonly el: HTMLElement;
@@ -118,7 +71,14 @@ export class LinePanel {
   private readonly left: HTMLElement;
   private readonly right: HTMLElement;
   private readonly canvas: HTMLCanvasElement;
-  private leftCells: HTMLElement[] = [];
+  /** The hover tooltip (weight of the line or strip block under the pointer). */
+  readonly tip: HTMLElement = h("div", { className: "attnw-tip", attrs: { role: "tooltip", hidden: true } });
+  private leftTokens: readonly string[] = [];
+  private rightTokens: readonly string[] = [];
+  /** Width of each strip (CSS px) and of a head's block in it. */
+  private strip = stripLayout(1);
+  /** What the last draw stroked, for hit tests: per head, the lines at level >= cutoff. */
+  private drawn: { buckets: LineBuckets[]; cutoff: number } | null = null;  private leftCells: HTMLElement[] = [];
   private rightCells: HTMLElement[] = [];
   private tokensKey = "";
   private rowHeight = 20;
@@ -144,8 +104,9 @@ export class LinePanel {
     this.left = h("div", { className: "attnw-col attnw-col-left", attrs: { role: "list", "aria-label": "Query tokens" } });
     this.right = h("div", { className: "attnw-col attnw-col-right", attrs: { role: "list", "aria-label": "Key tokens" } });
     this.canvas = h("canvas", { className: "attnw-lines-canvas", attrs: { "aria-hidden": "true" } });
-    this.el = h("div", { className: "attnw-lines", attrs: { "data-lines": 0, "data-focus": "" } }, [this.left, this.canvas, this.right]);
+    this.el = h("div", { className: "attnw-lines", attrs: { "data-lines": 0, "data-focus": "" } }, [this.left, this.canvas, this.right, this.tip]);
     this.el.addEventListener("mouseover", this.onOver);
+    this.canvas.addEventListener("mousemove", this.onCanvasMove);
     this.el.addEventListener("mouseleave", this.onLeave);
     this.el.addEventListener("click", this.onClick);
     this.canvas.addEventListener(DRAW_ALL_EVENT, this.onDrawAll);
@@ -157,6 +118,7 @@ export class LinePanel {
   destroy(): void {
     cancelAnimationFrame(this.frame);
     this.el.removeEventListener("mouseover", this.onOver);
+    this.canvas.removeEventListener("mousemove", this.onCanvasMove);
     this.el.removeEventListener("mouseleave", this.onLeave);
     this.el.removeEventListener("click", this.onClick);
     this.canvas.removeEventListener(DRAW_ALL_EVENT, this.onDrawAll);
@@ -175,6 +137,8 @@ export class LinePanel {
     if (key === this.tokensKey) return;
     this.tokensKey = key;
     this.hover = null;
+    this.leftTokens = left;
+    this.rightTokens = right;
     this.rowHeight = rowHeightFor(Math.max(left.length, right.length));
     this.el.style.setProperty("--attnw-row", `${this.rowHeight}px`);
     this.leftCells = this.fill(this.left, left, rows[0], "query");
@@ -202,6 +166,7 @@ export class LinePanel {
 
   setData(data: PanelData | null): void {
     this.data = data;
+    this.tip.hidden = true;
     this.schedule();
   }
 
@@ -231,29 +196,31 @@ export class LinePanel {
   draw(all = false): void {
     cancelAnimationFrame(this.frame);
     this.frame = 0;
-    const data = this.data;
+    // The strips keep their width while heads are toggled (all slots are reserved).
+    if (this.data) this.strip = stripLayout(this.data.slots);
+    const width = this.canvasWidth();
     const n = Math.max(this.leftCells.length, this.rightCells.length);
     const height = Math.max(1, n * this.rowHeight);
     const dpr = Math.max(1, Math.min(globalThis.devicePixelRatio || 1, MAX_CANVAS_PX / height));
-    const pxWidth = Math.round(this.width * dpr);
+    const pxWidth = Math.round(width * dpr);
     const pxHeight = Math.min(MAX_CANVAS_PX, Math.round(height * dpr));
     if (this.canvas.width !== pxWidth || this.canvas.height !== pxHeight) {
       this.canvas.width = pxWidth;
       this.canvas.height = pxHeight;
-      this.canvas.style.width = `${this.width}px`;
+      this.canvas.style.width = `${width}px`;
       this.canvas.style.height = `${height}px`;
     }
     const ctx = this.canvas.getContext("2d");
     if (!ctx) return;
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-    ctx.clearRect(0, 0, this.width, height);
+    ctx.clearRect(0, 0, width, height);
     this.band = all ? null : this.bandToDraw(height);
     if (this.band) {
       // Lines outside the band are still stroked (cheap to record) but clipped
       // before they are rasterised, which is what costs.
       ctx.save();
       ctx.beginPath();
-      ctx.rect(0, this.band[0], this.width, this.band[1] - this.band[0]);
+      ctx.rect(0, this.band[0], width, this.band[1] - this.band[0]);
       ctx.clip();
     }
     try {
@@ -261,6 +228,11 @@ export class LinePanel {
     } finally {
       if (this.band) ctx.restore();
     }
+  }
+
+  /** Canvas width (CSS px): the lines between a weight strip on each side. */
+  private canvasWidth(): number {
+    return this.width + 2 * this.strip.width;
   }
 
   /** The band to draw for a canvas `height` px tall, or null when that is (nearly) all of it. */
@@ -276,6 +248,7 @@ export class LinePanel {
     const data = this.data;
     const focus = this.focus();
     this.markTokens(focus);
+    this.drawn = null;
     if (!data || data.heads.length === 0) {
       this.el.dataset.lines = "0";
       this.el.dataset.hidden = "0";
@@ -284,34 +257,32 @@ export class LinePanel {
     }
     const row = this.rowHeight;
     const y = (k: number): number => (k + 0.5) * row;
-    // Hairlines always: in a software-rasterised browser 2 px lines cost ~4x
-    // more (bench/render.py: toggling a head at n=32 took ~60 ms with 2 px
-    // lines, ~17 ms with hairlines).
-    ctx.lineWidth = 1;
     let buckets: LineBuckets[];
     let cutoff = 1;
     let total = 0;
     if (focus) {
       // One token's lines (at most heads × tokens): all of them are drawn.
-      buckets = data.heads.map((head) => bucketLines(head.weights, data.stride, data.rows, data.cols, data.scale, focus));
+      buckets = data.heads.map((head) => bucketLines(head.weights, data.stride, data.rows, data.cols, data.curve, focus));
       for (const b of buckets) total += b.count;
     } else {
       // Count first, then store only the lines within the budget.
-      const counts = data.heads.map((head) => levelCounts(head.weights, data.stride, data.rows, data.cols, data.scale));
+      const counts = data.heads.map((head) => levelCounts(head.weights, data.stride, data.rows, data.cols, data.curve));
       const sum = new Int32Array(256);
       for (const c of counts) for (let k = 1; k < 256; k++) sum[k]! += c[k]!;
       for (let k = 1; k < 256; k++) total += sum[k]!;
       cutoff = cutoffFromCounts(sum, LINE_BUDGET);
       buckets = data.heads.map((head, k) =>
-        bucketStrong(head.weights, data.stride, data.rows, data.cols, data.scale, cutoff, counts[k]!),
+        bucketStrong(head.weights, data.stride, data.rows, data.cols, data.curve, cutoff, counts[k]!),
       );
     }
     let drawn = 0;
+    const [x0, x1] = this.lineEnds();
     data.heads.forEach((head, k) => {
       ctx.strokeStyle = head.color;
-      drawn += strokeLines(ctx, buckets[k]!, cutoff, BOX, this.width - BOX, y, y);
+      drawn += strokeLines(ctx, buckets[k]!, cutoff, x0, x1, y, y);
     });
-    if (focus) this.drawBoxes(ctx, data, focus);
+    this.drawn = { buckets, cutoff };
+    if (focus) this.drawStrips(ctx, data, focus);
     ctx.globalAlpha = 1;
     this.el.dataset.lines = String(drawn);
     this.el.dataset.hidden = String(total - drawn);
@@ -321,22 +292,67 @@ export class LinePanel {
         : "";
   }
 
-  /** Beside the other column: one box per head, opacity = the focused token's weight. */
-  private drawBoxes(ctx: CanvasRenderingContext2D, data: PanelData, focus: Focus): void {
-    const row = this.rowHeight;
+  /** Where lines start and end (CSS px): inside the strips. */
+  private lineEnds(): [number, number] {
+    return [this.strip.width, this.strip.width + this.width];
+  }
+
+  /** Beside the other column: the focused token's weight strip (one block per head and token). */
+  private drawStrips(ctx: CanvasRenderingContext2D, data: PanelData, focus: Focus): void {
     const count = focus.side === "query" ? data.cols[1] - data.cols[0] : data.rows[1] - data.rows[0];
-    const x = focus.side === "query" ? this.width - BOX : 0;
-    const w = BOX / data.heads.length;
-    data.heads.forEach((head, k) => {
-      ctx.fillStyle = head.color;
-      for (let t = 0; t < count; t++) {
-        const [i, j] = focus.side === "query" ? [focus.index, t] : [t, focus.index];
-        const weight = head.weights[(data.rows[0] + i) * data.stride + data.cols[0] + j] as number;
-        if (!(weight > 0)) continue;
-        ctx.globalAlpha = Math.min(1, weight);
-        ctx.fillRect(x + k * w, t * row + 1, w, row - 2);
+    const x = focus.side === "query" ? this.strip.width + this.width : 0;
+    drawStrips(ctx, data.heads, count, x, this.strip.perHead, this.rowHeight, (k, t) => this.weightAt(data, k, focus, t));
+  }
+
+  /** The weight of head k between the focused token and token t of the other column. */
+  private weightAt(data: PanelData, k: number, focus: Focus, t: number): number {
+    const [i, j] = focus.side === "query" ? [focus.index, t] : [t, focus.index];
+    return data.heads[k]!.weights[(data.rows[0] + i) * data.stride + data.cols[0] + j] as number;
+  }
+
+  /**
+   * What lies under (x, y) on the canvas: a strip block of the focused
+   * token, else the nearest drawn line. null: nothing (or no data).
+   */
+  hitTest(x: number, y: number): { head: number; i: number; j: number; kind: "line" | "strip" } | null {
+    const data = this.data;
+    if (!data || !this.drawn) return null;
+    const row = this.rowHeight;
+    const focus = this.focus();
+    const [x0, x1] = this.lineEnds();
+    if (focus && (focus.side === "query" ? x > x1 : x < x0)) {
+      const t = Math.floor(y / row);
+      const count = focus.side === "query" ? data.cols[1] - data.cols[0] : data.rows[1] - data.rows[0];
+      const slot = Math.floor((x - (focus.side === "query" ? x1 : 0)) / this.strip.perHead);
+      const k = data.heads.findIndex((head) => head.slot === slot);
+      if (k < 0 || t < 0 || t >= count) return null;
+      const [i, j] = focus.side === "query" ? [focus.index, t] : [t, focus.index];
+      return { head: k, i, j, kind: "strip" };
+    }
+    // Every stroked line as (head, local flat index); strongest levels last.
+    const { buckets, cutoff } = this.drawn;
+    const heads: number[] = [];
+    const flats: number[] = [];
+    buckets.forEach((b, k) => {
+      for (let u = b.starts[Math.max(1, cutoff)]!; u < b.starts[256]!; u++) {
+        heads.push(k);
+        flats.push(b.items[u]!);
       }
     });
+    const cols = data.cols[1] - data.cols[0];
+    const iOf = (u: number): number => Math.floor(flats[u]! / cols);
+    const jOf = (u: number): number => flats[u]! - iOf(u) * cols;
+    const u = nearestLine(
+      x,
+      y,
+      x0,
+      x1,
+      flats.length,
+      (v) => (iOf(v) + 0.5) * row,
+      (v) => (jOf(v) + 0.5) * row,
+      (v) => data.heads[heads[v]!]!.weights[(data.rows[0] + iOf(v)) * data.stride + data.cols[0] + jOf(v)] as number,
+    );
+    return u < 0 ? null : { head: heads[u]!, i: iOf(u), j: jOf(u), kind: "line" };
   }
 
   /** Classes: the focused and pinned tokens, and keys a causal query cannot see. */
@@ -365,6 +381,8 @@ export class LinePanel {
   }
 
   private readonly onOver = (event: MouseEvent): void => {
+    // On the canvas the focus stays, so its lines and strips can be hovered.
+    if (event.target === this.canvas) return;
     const cell = this.tokenOf(event);
     const next: Focus | null = cell ? { side: cell.dataset.side === "key" ? "key" : "query", index: Number(cell.dataset.local) } : null;
     if (next?.side === this.hover?.side && next?.index === this.hover?.index) return;
@@ -385,7 +403,34 @@ export class LinePanel {
     this.schedule(); // back to the band after the export has copied the canvas
   };
 
+  /** The tooltip: the weight under the pointer on the canvas. */
+  private readonly onCanvasMove = (event: MouseEvent): void => {
+    const box = this.canvas.getBoundingClientRect();
+    const x = event.clientX - box.left;
+    const y = event.clientY - box.top;
+    const hit = this.hitTest(x, y);
+    const data = this.data;
+    if (!hit || !data) {
+      this.tip.hidden = true;
+      return;
+    }
+    const head = data.heads[hit.head]!;
+    const query = data.rows[0] + hit.i;
+    const key = data.cols[0] + hit.j;
+    const weight = head.weights[query * data.stride + key] as number;
+    this.tip.textContent = weightText(query, this.leftTokens[hit.i], key, this.rightTokens[hit.j], weight, head.id);
+    Object.assign(this.tip.dataset, { kind: hit.kind, query: String(query), key: String(key), head: String(head.id) });
+    this.tip.hidden = false;
+    // Beside the pointer, flipped to its left in the right half of the canvas (stays in view).
+    const left = this.canvas.offsetLeft + x;
+    const flip = x > box.width / 2;
+    this.tip.style.left = `${flip ? left - 12 : left + 12}px`;
+    this.tip.style.top = `${this.canvas.offsetTop + y + 14}px`;
+    this.tip.style.transform = flip ? "translateX(-100%)" : "";
+  };
+
   private readonly onLeave = (): void => {
+    this.tip.hidden = true;
     if (!this.hover) return;
     this.hover = null;
     this.schedule();

@@ -116,6 +116,57 @@ export function textColorFor(background: RGB): RGB {
 }
 
 /**
+ * Head colours (HeadView lines and head boxes, ModelView thumbnails): the
+ * hues of Okabe & Ito's eight (black swapped for grey), then Paul Tol's
+ * "muted" set, each moved in HSL lightness only as far as WCAG's 3:1
+ * non-text contrast needs against the view's background: one set for light
+ * backgrounds (white .. #f5f5f5: Okabe-Ito's yellow becomes olive), one for
+ * dark ones (#111 .. #2b2b2b: JupyterLab's #212121, VS Code's #1e1e1e;
+ * Tol's indigo becomes violet). js/test/colors.test.ts checks every colour
+ * against those backgrounds. Beyond 17 heads the colours repeat; head boxes
+ * also carry the head's number.
+ */
+export const HEAD_COLORS_LIGHT: readonly string[] = [
+  "#b87f00", "#1c93d7", "#009e73", "#978e0c", "#0072b2", "#d55e00", "#c86ea0", "#8b8b8b",
+  "#cc6677", "#332288", "#9e8a27", "#117733", "#2a8a9e", "#882255", "#3d9a8a", "#8f8f30", "#aa4499",
+];
+export const HEAD_COLORS_DARK: readonly string[] = [
+  "#e69f00", "#56b4e9", "#009e73", "#f0e442", "#007cc1", "#d55e00", "#cc79a7", "#999999",
+  "#cc6677", "#7965d9", "#ddcc77", "#14893b", "#88ccee", "#ce3d85", "#44aa99", "#999933", "#b84da6",
+];
+/** The backgrounds each head palette is made for (and tested against). */
+export const LIGHT_BACKGROUNDS: readonly string[] = ["#ffffff", "#f5f5f5"];
+export const DARK_BACKGROUNDS: readonly string[] = ["#111111", "#1e1e1e", "#212121", "#2b2b2b"];
+
+/** Colour of the head at position `i` (positions, not ids, so colours stay stable per view). */
+export function headColor(i: number, dark = false): string {
+  const palette = dark ? HEAD_COLORS_DARK : HEAD_COLORS_LIGHT;
+  return palette[((i % palette.length) + palette.length) % palette.length] as string;
+}
+
+/** "#rrggbb" -> RGB. */
+export function parseHex(code: string): RGB {
+  if (!/^#[0-9a-f]{6}$/i.test(code)) throw new RangeError(`parseHex: expected "#rrggbb", got ${JSON.stringify(code)}`);
+  return hex(code);
+}
+
+/** "rgb(r, g, b)" / "rgba(r, g, b, a)" (getComputedStyle's form) -> RGB, or null for anything else. */
+export function parseCssRgb(text: string): RGB | null {
+  const m = /^rgba?\(\s*(\d+(?:\.\d+)?)[,\s]+(\d+(?:\.\d+)?)[,\s]+(\d+(?:\.\d+)?)/.exec(text.trim());
+  return m ? [Number(m[1]), Number(m[2]), Number(m[3])] : null;
+}
+
+/**
+ * Whether a view is on a dark background, judged from its text colour (its
+ * background may be transparent, showing the host's): light text means a
+ * dark theme. Unknown colours count as light.
+ */
+export function isDarkText(foreground: string): boolean {
+  const rgb = parseCssRgb(foreground);
+  return rgb !== null && luminance(rgb) > 0.4;
+}
+
+/**
  * The shortest decimal that reads back as the same float32, as numpy prints
  * it (e.g. 0.1 for float32(0.1), not 0.10000000149011612).
  */

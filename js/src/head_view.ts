@@ -1,11 +1,13 @@
 /**
  * HeadView (traits: HeadTraits in attention_types.ts): the attention of one
  * layer as lines from query tokens (left) to key tokens (right), one colour
- * per head, opacity = weight / heads shown.
+ * per head; opacity and width follow the weight on a perceptual curve
+ * (attention_layout.ts lineCurve), so strong links stand out at 12 heads.
  *
  * - Layer selector; head boxes: click toggles a head, double-click shows only
  *   it (double-click the only head shown: all heads again).
- * - Hover a token: only its lines, plus per-head weight boxes. Click a query
+ * - Hover a token: only its lines, plus per-head weight strips; hover a line
+ *   or a strip block: its weight in a tooltip. Click a query
  *   token: pin it (`selected_token`); click again or Esc: unpin; ↑/↓ move it.
  * - Sentence pairs: All / A→A / B→B / A→B / B→A. Encoder–decoder: Encoder /
  *   Decoder / Cross.
@@ -27,8 +29,10 @@ import {
   setOptions,
   shownOf,
 } from "./attention_common";
-import { headColor } from "./attention_layout";
+import { curveFor } from "./attention_layout";
 import { LinePanel, type PanelHead } from "./attention_lines";
+import { css, headColor, isDarkText, parseHex, textColorFor } from "./colors";
+import { watchHostTheme } from "./host_theme";
 import styles from "./attention.css";
 import type { HeadTraits } from "./attention_types";
 import { h, microtaskScheduler, saveTraits, styleElement } from "./dom";
@@ -36,8 +40,8 @@ import baseStyles from "./styles.css";
 
 type Model = AnyModel<HeadTraits>;
 
-/** Width of the lines canvas (CSS px). */
-const LINES_WIDTH = 260;
+/** Width of the lines between the weight strips (CSS px). */
+const LINES_WIDTH = 240;
 
 export function renderHeadView({ model, el }: { model: Model; el: HTMLElement }): () => void {
   const root = h("div", {
@@ -69,8 +73,8 @@ export function renderHeadView({ model, el }: { model: Model; el: HTMLElement })
   });
 
   let headKey = "";
-  const syncHeads = (ids: readonly number[], shown: readonly number[]): void => {
-    const key = ids.join(",");
+  const syncHeads = (ids: readonly number[], shown: readonly number[], dark: boolean): void => {
+    const key = `${ids.join(",")}/${dark}`;
     if (key !== headKey) {
       headKey = key;
       headBoxes.replaceChildren(
@@ -83,7 +87,9 @@ export function renderHeadView({ model, el }: { model: Model; el: HTMLElement })
               "data-head": id,
               title: `Head ${id} (click: show/hide; double-click: only this head)`,
             },
-            style: { "--attnw-head": headColor(k) },
+            // The label: black or white, whichever contrasts more with the
+            // head's colour (>= 4.5:1, colors.test.ts).
+            style: { "--attnw-head": headColor(k, dark), "--attnw-head-text": css(textColorFor(parseHex(headColor(k, dark)))) },
           }),
         ),
       );
@@ -98,6 +104,9 @@ export function renderHeadView({ model, el }: { model: Model; el: HTMLElement })
 
   const update = (): void => {
     applyTheme(root, model.get("theme"));
+    // Head colours for the background the view is on (light or dark palette).
+    const dark = isDarkText(getComputedStyle(root).color);
+    root.dataset.palette = dark ? "dark" : "light";
     const shown = shownOf(model);
     controls.sync(shown);
     if (!shown) {
@@ -111,7 +120,7 @@ export function renderHeadView({ model, el }: { model: Model; el: HTMLElement })
     const layerPos = Math.max(0, info.layer_ids.indexOf(layerId));
     setOptions(layer.el, info.layer_ids.map((id) => [String(id), String(id)]), String(info.layer_ids[layerPos]));
     const heads = (model.get("heads") ?? []).filter((id) => info.head_ids.includes(id));
-    syncHeads(info.head_ids, heads);
+    syncHeads(info.head_ids, heads, dark);
     root.dataset.layer = String(info.layer_ids[layerPos]);
     root.dataset.heads = heads.join(",");
 
@@ -124,7 +133,7 @@ export function renderHeadView({ model, el }: { model: Model; el: HTMLElement })
     for (const id of heads) {
       const position = info.head_ids.indexOf(id);
       const weights = store.weights(info.key, layerPos, position);
-      if (weights) data.push({ id, color: headColor(position), weights });
+      if (weights) data.push({ id, slot: position, color: headColor(position, dark), weights });
       else missing = true;
     }
     if (missing) {
@@ -139,7 +148,8 @@ export function renderHeadView({ model, el }: { model: Model; el: HTMLElement })
       rows: shown.rows,
       cols: shown.cols,
       heads: data,
-      scale: data.length > 0 ? 1 / data.length : 1,
+      slots: info.head_ids.length,
+      curve: curveFor(data.length),
       causal: info.causal,
     });
     root.dataset.state = "ready";
@@ -182,6 +192,7 @@ export function renderHeadView({ model, el }: { model: Model; el: HTMLElement })
     save({ selected_token: next });
   };
 
+  const unwatchTheme = watchHostTheme(schedule);
   const TRAITS = ["matrix", "pair_filter", "layer", "heads", "selected_token", "theme", "tokens", "decoder_tokens", "matrices", "sentence_b_start"];
   for (const name of TRAITS) model.on(`change:${name}`, schedule);
   headBoxes.addEventListener("click", onHeadClick);
@@ -192,6 +203,7 @@ export function renderHeadView({ model, el }: { model: Model; el: HTMLElement })
   return () => {
     for (const name of TRAITS) model.off(`change:${name}`, schedule);
     feed.dispose();
+    unwatchTheme();
     headBoxes.removeEventListener("click", onHeadClick);
     headBoxes.removeEventListener("dblclick", onHeadDoubleClick);
     root.removeEventListener("keydown", onKey);

@@ -7,6 +7,12 @@
  * with nothing pinned closes the head, and closing unpins. The pin stays
  * when another head is enlarged (same query tokens).
  *
+ * Hovering a thumbnail names its layer and head and the weight of the line
+ * under the pointer (pooled bins say so); hovering a line or a weight-strip
+ * block of the enlarged head shows its weight (LinePanel). Rows are layers
+ * and columns heads, with axis titles; the enlarged head stays beside the
+ * grid, which scrolls when both do not fit.
+ *
  * Thumbnails come from the pooled `thumbs` trait (exact up to 48 tokens);
  * the enlarged head from its full attention, requested from the kernel when
  * the page lacks it.
@@ -33,12 +39,16 @@ import {
   bucketLines,
   cellAt,
   cellOrigin,
+  curveFor,
   gridSize,
-  headColor,
   levelCutoff,
+  linearCurve,
   type GridGeometry,
 } from "./attention_layout";
-import { LinePanel, strokeLines } from "./attention_lines";
+import { strokeLines } from "./attention_draw";
+import { LinePanel } from "./attention_lines";
+import { nearestLine, thumbText } from "./attention_tooltip";
+import { headColor, isDarkText } from "./colors";
 import { watchHostTheme } from "./host_theme";
 import styles from "./attention.css";
 import type { MatrixInfo, ModelTraits, ThumbIndex } from "./attention_types";
@@ -53,6 +63,15 @@ const DETAIL_WIDTH = 220;
 const CLOSED = { layer: -1, head: -1, selected_token: -1 } as const;
 /** Most lines per thumbnail (the strongest): keeps big grids quick to draw. */
 const THUMB_LINE_BUDGET = 400;
+/**
+ * Thumbnails: opacity = pooled weight (linear, as bertviz's model view) in
+ * hairlines: 48 bins of pooled weights on a 72 px cell turn solid under the
+ * enlarged head's perceptual curve.
+ */
+const THUMB_CURVE = linearCurve(1);
+const THIN = (): number => 1;
+/** Inset of a thumbnail's lines from its cell's edges (CSS px). */
+const THUMB_PAD = 4;
 
 interface Thumbs {
   index: ThumbIndex;
@@ -70,7 +89,14 @@ export function renderModelView({ model, el }: { model: Model; el: HTMLElement }
   const canvas = h("canvas", { className: "attnw-thumbs", attrs: { role: "img", "aria-label": "Layer by head thumbnails" } });
   const hoverBox = h("div", { className: "attnw-cell-hover", attrs: { hidden: true } });
   const selectedBox = h("div", { className: "attnw-cell-selected", attrs: { hidden: true } });
+  const thumbTip = h("div", { className: "attnw-tip", attrs: { role: "tooltip", hidden: true } });
   const grid = h("div", { className: "attnw-grid-wrap", attrs: { "data-lines": 0 } }, [canvas, hoverBox, selectedBox]);
+  // Axis titles around the grid (its tick labels, the ids, are on the canvas).
+  const axes = h("div", { className: "attnw-axes" }, [
+    h("div", { className: "attnw-axis attnw-axis-heads", text: "Heads →" }),
+    h("div", { className: "attnw-axis attnw-axis-layers", text: "Layers ↓" }),
+    grid,
+  ]);
   const detailTitle = h("span", { className: "attnw-detail-title" });
   const close = h("button", { className: "attnw-close", text: "×", attrs: { type: "button", title: "Close (Esc)", "aria-label": "Close" } });
   const panel = new LinePanel(DETAIL_WIDTH, (row) => save({ selected_token: row }));
@@ -86,8 +112,10 @@ export function renderModelView({ model, el }: { model: Model; el: HTMLElement }
     styleElement(baseStyles),
     styleElement(styles),
     h("div", { className: "attnw-controls" }, controls.elements),
-    h("div", { className: "attnw-model-body" }, [h("div", { className: "attnw-scroll-xy" }, [grid]), detail]),
+    h("div", { className: "attnw-model-body" }, [h("div", { className: "attnw-scroll-xy attnw-grid-scroll" }, [axes]), detail]),
     status,
+    // On the root, not in the grid's scroller, which would clip it.
+    thumbTip,
   );
   el.appendChild(root);
 
@@ -159,6 +187,8 @@ export function renderModelView({ model, el }: { model: Model; el: HTMLElement }
       // no CSS colour to draw the labels with. Try again next frame.
       requestAnimationFrame(schedule);
     }
+    const dark = isDarkText(style.color);
+    root.dataset.palette = dark ? "dark" : "light";
     const key = JSON.stringify([info.key, shown.filter, info.shape, model.get("theme"), style.color, t?.index.offset]);
     geometry = g;
     if (key === gridKey) return;
@@ -189,7 +219,7 @@ export function renderModelView({ model, el }: { model: Model; el: HTMLElement }
       const colBins = binsWithin(ce, shown.cols);
       const rowSpan = shown.rows[1] - shown.rows[0];
       const colSpan = shown.cols[1] - shown.cols[0];
-      const pad = 4;
+      const pad = THUMB_PAD;
       const inner = cell - 2 * pad;
       // Bin centres once (the same in every thumbnail).
       const ys0 = Float32Array.from({ length: br }, (_, k) => binCenter(re, k, shown.rows[0], rowSpan, pad, inner));
@@ -199,8 +229,8 @@ export function renderModelView({ model, el }: { model: Model; el: HTMLElement }
         for (let hp = 0; hp < heads; hp++) {
           const o = cellOrigin(g, l, hp);
           const values = t.values.subarray((l * heads + hp) * br * bc, (l * heads + hp + 1) * br * bc);
-          const buckets = bucketLines(values, bc, rowBins, colBins, 1);
-          ctx.strokeStyle = headColor(hp);
+          const buckets = bucketLines(values, bc, rowBins, colBins, THUMB_CURVE);
+          ctx.strokeStyle = headColor(hp, dark);
           drawn += strokeLines(
             ctx,
             buckets,
@@ -209,6 +239,7 @@ export function renderModelView({ model, el }: { model: Model; el: HTMLElement }
             o.x + cell - pad,
             (i) => o.y + ys0[rowBins[0] + i]!,
             (j) => o.y + ys1[colBins[0] + j]!,
+            THIN,
           );
         }
       }
@@ -277,8 +308,9 @@ export function renderModelView({ model, el }: { model: Model; el: HTMLElement }
       stride: info.shape[3],
       rows: shown.rows,
       cols: shown.cols,
-      heads: [{ id: info.head_ids[headPos]!, color: headColor(headPos), weights }],
-      scale: 1,
+      heads: [{ id: info.head_ids[headPos]!, slot: 0, color: headColor(headPos, root.dataset.palette === "dark"), weights }],
+      slots: 1,
+      curve: curveFor(1),
       causal: info.causal,
     });
   };
@@ -297,10 +329,78 @@ export function renderModelView({ model, el }: { model: Model; el: HTMLElement }
   const onMove = (event: MouseEvent): void => {
     const at = cellOf(event);
     place(hoverBox, at);
-    const info = shownOf(model)?.info;
-    canvas.title = at && info ? `Layer ${info.layer_ids[at.layer]}, head ${info.head_ids[at.head]} (click to enlarge)` : "";
+    const shown = shownOf(model);
+    if (!at || !shown || !geometry) {
+      thumbTip.hidden = true;
+      return;
+    }
+    const rect = canvas.getBoundingClientRect();
+    const x = event.clientX - rect.left;
+    const y = event.clientY - rect.top;
+    const layer = shown.info.layer_ids[at.layer]!;
+    const head = shown.info.head_ids[at.head]!;
+    const line = thumbLineAt(shown, at, x, y);
+    thumbTip.textContent = `${line ?? `Layer ${layer}, head ${head}`} (click to enlarge)`;
+    Object.assign(thumbTip.dataset, { layer: String(layer), head: String(head), line: line ? "1" : "0" });
+    thumbTip.hidden = false;
+    const area = root.getBoundingClientRect();
+    const left = event.clientX - area.left;
+    const flip = left > area.width / 2;
+    thumbTip.style.left = `${flip ? left - 12 : left + 12}px`;
+    thumbTip.style.top = `${event.clientY - area.top + 14}px`;
+    thumbTip.style.transform = flip ? "translateX(-100%)" : "";
   };
-  const onLeave = (): void => place(hoverBox, null);
+
+  /** The text of the thumbnail line nearest (x, y) in cell `at` (as drawn: the same bins and cutoff), or null. */
+  const thumbLineAt = (shown: Shown, at: { layer: number; head: number }, x: number, y: number): string | null => {
+    const t = thumbs.get(shown.info.key);
+    const g = geometry;
+    if (!t || !g) return null;
+    const { row_edges: re, col_edges: ce } = t.index;
+    const br = re.length - 1;
+    const bc = ce.length - 1;
+    const heads = shown.info.shape[1];
+    const values = t.values.subarray((at.layer * heads + at.head) * br * bc, (at.layer * heads + at.head + 1) * br * bc);
+    const rowBins = binsWithin(re, shown.rows);
+    const colBins = binsWithin(ce, shown.cols);
+    const buckets = bucketLines(values, bc, rowBins, colBins, THUMB_CURVE);
+    const cutoff = levelCutoff([buckets], THUMB_LINE_BUDGET);
+    const items = buckets.items.subarray(buckets.starts[cutoff]!, buckets.starts[256]!);
+    const o = cellOrigin(g, at.layer, at.head);
+    const inner = g.cell - 2 * THUMB_PAD;
+    const rowSpan = shown.rows[1] - shown.rows[0];
+    const colSpan = shown.cols[1] - shown.cols[0];
+    const iOf = (u: number): number => Math.floor(items[u]! / buckets.blockCols);
+    const jOf = (u: number): number => items[u]! - iOf(u) * buckets.blockCols;
+    const valueOf = (u: number): number => values[(rowBins[0] + iOf(u)) * bc + colBins[0] + jOf(u)]!;
+    const u = nearestLine(
+      x,
+      y,
+      o.x + THUMB_PAD,
+      o.x + g.cell - THUMB_PAD,
+      items.length,
+      (v) => o.y + binCenter(re, rowBins[0] + iOf(v), shown.rows[0], rowSpan, THUMB_PAD, inner),
+      (v) => o.y + binCenter(ce, colBins[0] + jOf(v), shown.cols[0], colSpan, THUMB_PAD, inner),
+      valueOf,
+      3,
+    );
+    if (u < 0) return null;
+    const i = rowBins[0] + iOf(u);
+    const j = colBins[0] + jOf(u);
+    return thumbText(
+      shown.info.layer_ids[at.layer]!,
+      shown.info.head_ids[at.head]!,
+      [re[i]!, re[i + 1]!],
+      [ce[j]!, ce[j + 1]!],
+      shown.rowTokens,
+      shown.colTokens,
+      valueOf(u),
+    );
+  };
+  const onLeave = (): void => {
+    place(hoverBox, null);
+    thumbTip.hidden = true;
+  };
   const onClick = (event: MouseEvent): void => {
     const at = cellOf(event);
     const info = shownOf(model)?.info;
@@ -336,6 +436,7 @@ export function renderModelView({ model, el }: { model: Model; el: HTMLElement }
   close.addEventListener("click", onClose);
   root.addEventListener("keydown", onKey);
   const unwatchTheme = watchHostTheme(schedule);
+  // The grid's colours and the panel follow a theme switch; a resize needs no redraw (the grid scrolls).
   decodeThumbs();
   update();
 

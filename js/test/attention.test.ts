@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 
 import {
-  HEAD_COLORS,
+  CURVE_STEPS,
+  MIN_WEIGHT,
   alphaLevel,
   binCenter,
   binsWithin,
@@ -11,10 +12,15 @@ import {
   cellAt,
   cellOrigin,
   gridSize,
-  headColor,
   cutoffFromCounts,
   levelCounts,
   levelCutoff,
+  levelOf,
+  lineCurve,
+  lineWidthFor,
+  linearCurve,
+  stripAlpha,
+  stripLayout,
   pairBlock,
   rowHeightFor,
   type GridGeometry,
@@ -89,13 +95,6 @@ describe("float16 decoding", () => {
 });
 
 describe("layout helpers", () => {
-  test("head colours: distinct for the first 17 heads, then repeating", () => {
-    assert.equal(new Set(HEAD_COLORS).size, HEAD_COLORS.length);
-    assert.equal(headColor(0), HEAD_COLORS[0]);
-    assert.equal(headColor(HEAD_COLORS.length), HEAD_COLORS[0]);
-    assert.equal(headColor(-1), HEAD_COLORS[HEAD_COLORS.length - 1]);
-  });
-
   test("pair blocks are bertviz's sentence slices", () => {
     // 7 tokens, sentence B starts at 4.
     assert.deepEqual(pairBlock("all", 7, 7, 4), { rows: [0, 7], cols: [0, 7] });
@@ -128,7 +127,7 @@ describe("bucketLines", () => {
   const w = Float32Array.from([0.5, 0.5, 0, 0.25, 0.75, 0, 0.001, 0.099, 0.9]);
 
   test("groups every visible line by alpha level", () => {
-    const b = bucketLines(w, 3, [0, 3], [0, 3], 1);
+    const b = bucketLines(w, 3, [0, 3], [0, 3], linearCurve(1));
     assert.equal(b.count, 6); // zeros and 0.001 (< 1/510) dropped
     assert.equal(b.starts[256], 6);
     const level = (k: number) => {
@@ -150,15 +149,19 @@ describe("bucketLines", () => {
     );
   });
 
-  test("scale divides the opacity (heads shown)", () => {
-    const b = bucketLines(w, 3, [0, 3], [0, 3], 0.5);
+  test("the curve sets the levels (a linear scale divides them)", () => {
+    const b = bucketLines(w, 3, [0, 3], [0, 3], linearCurve(0.5));
     assert.equal(b.count, 6);
-    const b2 = bucketLines(w, 3, [0, 3], [0, 3], 0.001);
+    const b2 = bucketLines(w, 3, [0, 3], [0, 3], linearCurve(0.001));
     assert.equal(b2.count, 0);
+    // The one-head line curve drops weights under MIN_WEIGHT (0.001 and zeros), keeps 0.099.
+    const b3 = bucketLines(w, 3, [0, 3], [0, 3], lineCurve(1));
+    assert.equal(b3.count, 6);
+    assert.ok(levelOf(lineCurve(1), 0.099) > 25, "0.099 reads stronger than linear");
   });
 
   test("a block (pair filter) uses local indices", () => {
-    const b = bucketLines(w, 3, [1, 3], [1, 3], 1);
+    const b = bucketLines(w, 3, [1, 3], [1, 3], linearCurve(1));
     assert.equal(b.blockRows, 2);
     assert.equal(b.blockCols, 2);
     // (1,1)=0.75 -> local 0; (2,1)=0.099 -> 2; (2,2)=0.9 -> 3
@@ -166,9 +169,9 @@ describe("bucketLines", () => {
   });
 
   test("focus keeps one query's or one key's lines", () => {
-    const query = bucketLines(w, 3, [0, 3], [0, 3], 1, { side: "query", index: 1 });
+    const query = bucketLines(w, 3, [0, 3], [0, 3], linearCurve(1), { side: "query", index: 1 });
     assert.deepEqual([...query.items].sort(), [3, 4]);
-    const key = bucketLines(w, 3, [0, 3], [0, 3], 1, { side: "key", index: 1 });
+    const key = bucketLines(w, 3, [0, 3], [0, 3], linearCurve(1), { side: "key", index: 1 });
     assert.deepEqual([...key.items].sort(), [1, 4, 7]);
   });
 });
@@ -176,8 +179,8 @@ describe("bucketLines", () => {
 describe("levelCutoff", () => {
   // Two heads; levels: head A 10 lines at 200, 5 at 100; head B 20 lines at 50.
   const weights = (spec: [number, number][]) => Float32Array.from(spec.flatMap(([n, level]) => Array(n).fill(level / 255)));
-  const a = bucketLines(weights([[10, 200], [5, 100]]), 15, [0, 1], [0, 15], 1);
-  const b = bucketLines(weights([[20, 50]]), 20, [0, 1], [0, 20], 1);
+  const a = bucketLines(weights([[10, 200], [5, 100]]), 15, [0, 1], [0, 15], linearCurve(1));
+  const b = bucketLines(weights([[20, 50]]), 20, [0, 1], [0, 20], linearCurve(1));
 
   test("keeps the strongest lines within the budget", () => {
     assert.equal(levelCutoff([a, b], 1000), 1); // everything fits
@@ -194,7 +197,7 @@ describe("levelCounts / cutoffFromCounts / bucketStrong", () => {
   const w = Float32Array.from({ length: 110 }, (_, k) => (k % 17 === 0 ? 0 : k % 23 === 0 ? Number.NaN : ((k * 37) % 101) / 60));
   const rows = [2, 9] as const;
   const cols = [1, 10] as const;
-  const scale = 0.4;
+  const scale = lineCurve(5);
   const full = bucketLines(w, 11, rows, cols, scale);
   const counts = levelCounts(w, 11, rows, cols, scale);
 
@@ -358,5 +361,73 @@ describe("pinned token (HeadView and ModelView)", () => {
     assert.equal(pinHint(["a", '"b"'], 1, false), 'Pinned #1 "\\"b\\"" (click it again or Esc to unpin).');
     assert.match(pinHint(["a"], -1, false), /click a query token to pin it\.$/);
     assert.match(pinHint(["a"], 5, true), /^Hover.*Causal: a query sees only itself/);
+  });
+});
+
+describe("line curve: strong links stand out, weak ones fade", () => {
+  test("weights under MIN_WEIGHT draw nothing, NaN and negatives neither", () => {
+    for (const heads of [1, 3, 12, 40]) {
+      const curve = lineCurve(heads);
+      assert.equal(curve.length, CURVE_STEPS + 1);
+      assert.equal(levelOf(curve, MIN_WEIGHT * 0.9), 0);
+      assert.equal(levelOf(curve, 0), 0);
+      assert.equal(levelOf(curve, -0.5), 0);
+      assert.equal(levelOf(curve, Number.NaN), 0);
+      assert.ok(levelOf(curve, MIN_WEIGHT * 1.1) >= 1);
+      assert.equal(levelOf(curve, 1), 255);
+      assert.equal(levelOf(curve, 7), 255);
+    }
+  });
+
+  test("the curve rises with the weight (bucketStrong relies on it)", () => {
+    for (const heads of [1, 2, 12, 100]) {
+      const curve = lineCurve(heads);
+      for (let k = 1; k < curve.length; k++) assert.ok(curve[k]! >= curve[k - 1]!, `heads ${heads}, step ${k}`);
+    }
+  });
+
+  test("at 12 heads a strong link is far more opaque than bertviz's weight / heads", () => {
+    const curve = lineCurve(12);
+    for (const w of [0.3, 0.5, 0.9]) {
+      const ours = levelOf(curve, w) / 255;
+      assert.ok(ours >= 4 * (w / 12), `weight ${w}: opacity ${ours}`);
+      assert.ok(ours >= w * 0.9, `weight ${w}: opacity ${ours}`);
+    }
+    // ... while weak links stay faint: at most a third opaque below 0.2.
+    assert.ok(levelOf(curve, 0.2) / 255 <= 1 / 3);
+  });
+
+  test("more heads shown: weak links fainter, strong ones as strong", () => {
+    assert.ok(levelOf(lineCurve(12), 0.1) < levelOf(lineCurve(1), 0.1));
+    assert.ok(levelOf(lineCurve(12), 0.95) >= 240 && levelOf(lineCurve(1), 0.95) >= 240);
+  });
+
+  test("strong links are drawn thicker", () => {
+    assert.equal(lineWidthFor(1), 1);
+    assert.equal(lineWidthFor(127), 1);
+    assert.ok(lineWidthFor(128) > 1);
+    assert.ok(lineWidthFor(255) > lineWidthFor(128));
+    // At 12 heads a weight of 0.9 is thick, 0.1 a hairline.
+    assert.ok(lineWidthFor(levelOf(lineCurve(12), 0.9)) >= 3);
+    assert.equal(lineWidthFor(levelOf(lineCurve(12), 0.1)), 1);
+  });
+});
+
+describe("weight strips", () => {
+  test("about 120 px for all heads, at least 4 px and at most 24 a head", () => {
+    assert.deepEqual(stripLayout(12), { perHead: 10, width: 120 });
+    assert.deepEqual(stripLayout(1), { perHead: 24, width: 24 });
+    assert.equal(stripLayout(64).perHead, 4);
+    assert.equal(stripLayout(0).width, 24); // no heads: one slot's width
+    for (const heads of [1, 4, 12, 16, 25, 32]) assert.ok(stripLayout(heads).perHead >= 4);
+  });
+
+  test("block opacity is the square root of the weight, 0 for none", () => {
+    assert.equal(stripAlpha(0.25), 0.5);
+    assert.equal(stripAlpha(1), 1);
+    assert.equal(stripAlpha(3), 1);
+    assert.equal(stripAlpha(0), 0);
+    assert.equal(stripAlpha(Number.NaN), 0);
+    assert.equal(stripAlpha(-1), 0);
   });
 });

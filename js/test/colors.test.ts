@@ -1,15 +1,24 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 
+import styles from "../src/attention.css";
 import {
   BLACK,
+  DARK_BACKGROUNDS,
+  HEAD_COLORS_DARK,
+  HEAD_COLORS_LIGHT,
+  LIGHT_BACKGROUNDS,
   MISSING,
   PUOR,
   VIRIDIS,
   WHITE,
   contrast,
   formatFloat32,
+  headColor,
   interpolate,
+  isDarkText,
+  parseCssRgb,
+  parseHex,
   scaleFor,
   textColorFor,
   type RGB,
@@ -117,5 +126,80 @@ describe("formatFloat32", () => {
     assert.equal(formatFloat32(Number.NaN), "NaN");
     assert.equal(formatFloat32(Number.POSITIVE_INFINITY), "inf");
     assert.equal(formatFloat32(Number.NEGATIVE_INFINITY), "-inf");
+  });
+});
+
+describe("head palettes: WCAG contrast in light and dark themes", () => {
+  const palettes = [
+    ["light", HEAD_COLORS_LIGHT, LIGHT_BACKGROUNDS],
+    ["dark", HEAD_COLORS_DARK, DARK_BACKGROUNDS],
+  ] as const;
+
+  test("every head colour is a line: >= 3:1 against each background of its theme", () => {
+    for (const [theme, colors, backgrounds] of palettes) {
+      for (const color of colors) {
+        for (const background of backgrounds) {
+          const ratio = contrast(parseHex(color), parseHex(background));
+          assert.ok(ratio >= 3, `${theme}: head ${color} on ${background}: ${ratio.toFixed(2)}:1`);
+        }
+      }
+    }
+  });
+
+  test("head 3 (Okabe-Ito yellow) no longer vanishes on white", () => {
+    assert.ok(contrast(parseHex("#f0e442"), WHITE) < 1.5, "the old colour was the problem");
+    assert.ok(contrast(parseHex(headColor(3)), WHITE) >= 3);
+  });
+
+  test("head box labels (black or white on the head's colour) read at >= 4.5:1", () => {
+    for (const [theme, colors] of palettes) {
+      for (const color of colors) {
+        const background = parseHex(color);
+        const ratio = contrast(textColorFor(background), background);
+        assert.ok(ratio >= 4.5, `${theme}: label on ${color}: ${ratio.toFixed(2)}:1`);
+      }
+    }
+    // Navy and dark green carry white labels, not black.
+    assert.deepEqual(textColorFor(parseHex("#332288")), WHITE);
+    assert.deepEqual(textColorFor(parseHex("#117733")), WHITE);
+  });
+
+  test("distinct colours for the first 17 heads of each theme, then repeating", () => {
+    for (const [, colors] of palettes) assert.equal(new Set(colors).size, colors.length);
+    assert.equal(headColor(0, true), HEAD_COLORS_DARK[0]);
+    assert.equal(headColor(HEAD_COLORS_LIGHT.length), HEAD_COLORS_LIGHT[0]);
+    assert.equal(headColor(-1), HEAD_COLORS_LIGHT[HEAD_COLORS_LIGHT.length - 1]);
+  });
+
+  test("the forced themes' text colours read at >= 4.5:1 on their background", () => {
+    const expand = (c: string): string => (c.length === 4 ? `#${[...c.slice(1)].map((d) => d + d).join("")}` : c);
+    for (const theme of ["light", "dark"]) {
+      const block = new RegExp(`\\.attnw\\[data-theme="${theme}"\\] \\{([^}]*)\\}`).exec(styles)?.[1];
+      assert.ok(block, `attention.css has a ${theme} block`);
+      const value = (name: string): string => {
+        const found = new RegExp(`--attnw-${name}:\\s*(#[0-9a-f]+);`, "i").exec(block!)?.[1];
+        assert.ok(found, `${theme}: --attnw-${name}`);
+        return expand(found!);
+      };
+      const bg = parseHex(value("bg"));
+      for (const name of ["fg", "fg-muted"]) {
+        const ratio = contrast(parseHex(value(name)), bg);
+        assert.ok(ratio >= 4.5, `${theme}: --attnw-${name} on --attnw-bg: ${ratio.toFixed(2)}:1`);
+      }
+      assert.ok(contrast(parseHex(value("accent")), bg) >= 3, `${theme}: the accent (focus ring, pin)`);
+      // And the head palette made for that background is the one the view picks.
+      const palette = theme === "dark" ? HEAD_COLORS_DARK : HEAD_COLORS_LIGHT;
+      assert.equal(isDarkText(`rgb(${parseHex(value("fg")).join(", ")})`), theme === "dark");
+      for (const color of palette) assert.ok(contrast(parseHex(color), bg) >= 3, `${theme}: ${color}`);
+    }
+  });
+
+  test("colour parsing: what getComputedStyle returns, bad input refused", () => {
+    assert.deepEqual(parseCssRgb("rgb(232, 232, 232)"), [232, 232, 232]);
+    assert.deepEqual(parseCssRgb("rgba(0, 0, 0, 0.87)"), [0, 0, 0]);
+    assert.equal(parseCssRgb(""), null);
+    assert.equal(isDarkText(""), false); // unknown: light theme
+    assert.equal(isDarkText("rgb(20, 20, 20)"), false);
+    assert.throws(() => parseHex("#abc"), /expected "#rrggbb", got "#abc"/);
   });
 });
