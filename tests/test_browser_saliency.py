@@ -15,6 +15,7 @@ from polling import wait_until
 
 from attnwidget.explanation import Explanation
 from attnwidget.views import SaliencyView
+from attnwidget.views._format import format_number
 
 pytestmark = pytest.mark.browser
 
@@ -65,15 +66,13 @@ def test_click_and_python_selection_round_trip(page_watch, solara_test, page_ses
     page_session.locator('.attnw-tok[data-method="rollout"][data-index="1"]').click()
     wait_until(lambda: view.selected_token == -1)
 
-    # Hover text: method, token and the exact float32 score (as numpy prints it).
+    # Hover text: method, token and the score, formatted as Python formats it.
     score = view.explanation.scores["signed_demo"][3]
     title = page_session.locator('.attnw-tok[data-method="signed_demo"][data-index="3"]')
-    assert title.get_attribute("title") == f'signed_demo · #3 "sat" · score {np.float32(score)}'
+    assert title.get_attribute("title") == f'signed_demo · #3 "sat" · score {format_number(score)}'
     title.hover()
     status = page_session.locator(".attnw-saliency .attnw-status")
-    assert (
-        "signed_demo" in status.text_content() and str(np.float32(score)) in status.text_content()
-    )
+    assert "signed_demo" in status.text_content() and format_number(score) in status.text_content()
 
     # Colours: the signed row is diverging (its zero is the near-white centre),
     # the rollout row sequential (viridis).
@@ -109,24 +108,30 @@ def test_token_text_is_never_markup(page_watch, solara_test, page_session) -> No
     page_watch.assert_clean()
 
 
-def test_long_input_renders_and_scrolls_to_selection(page_watch, solara_test, page_session) -> None:
+def test_long_input_wraps_and_keys_reveal_the_selection(
+    page_watch, solara_test, page_session
+) -> None:
     n = 512
     tokens = [f"tok{i}" for i in range(n)]
     view = SaliencyView(make_explanation(tokens))
+    page_session.set_viewport_size({"width": 800, "height": 500})
     display(view)
     row = page_session.locator('.attnw-tok[data-method="rollout"]')
     row.first.wait_for()
     assert row.count() == n
+    root = page_session.locator(".attnw-saliency")
+    # Wrapped into lines as wide as the output: nothing scrolls sideways.
+    assert root.evaluate("e => e.scrollWidth <= e.clientWidth")
+    assert root.locator(".attnw-scroll").evaluate("e => e.scrollWidth <= e.clientWidth")
+    assert int(root.locator(".attnw-lines").get_attribute("data-lines")) > 10
 
-    view.selected_token = n - 1  # off screen: the grid scrolls sideways to it
+    # End (keyboard) selects the last token and scrolls the page down to it.
+    root.focus()
+    page_session.keyboard.press("End")
+    wait_until(lambda: view.selected_token == n - 1)
     last = page_session.locator(f'.attnw-tok[data-method="rollout"][data-index="{n - 1}"]')
     page_session.locator(f'.attnw-tok.attnw-selected[data-index="{n - 1}"]').first.wait_for()
-    scroller = page_session.locator(".attnw-saliency .attnw-scroll")
-    assert scroller.evaluate("e => e.scrollWidth > e.clientWidth && e.scrollLeft > 0")
-    assert last.evaluate(
-        "c => { const s = c.closest('.attnw-scroll').getBoundingClientRect();"
-        " const r = c.getBoundingClientRect(); return r.right <= s.right && r.left >= s.left; }"
-    )
+    wait_until(lambda: last.evaluate("c => c.getBoundingClientRect().bottom <= innerHeight"))
     last.click()  # clicking the selected token clears the selection
     wait_until(lambda: view.selected_token == -1)
     page_watch.assert_clean()

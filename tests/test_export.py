@@ -317,7 +317,8 @@ def test_svg_and_png_downloads(tmp_path: Path, open_page: Any) -> None:
     assert int(root.get("width")) == pytest.approx(box["width"], abs=1)
     xhtml = "{http://www.w3.org/1999/xhtml}"
     cells = [e for e in root.iter(f"{xhtml}span") if "attnw-tok" in (e.get("class") or "").split()]
-    assert [c.text for c in cells] == tokens * 2  # every token of both rows, as text
+    # Every token of both rows, as text (one column per token: its two cells).
+    assert [c.text for c in cells] == [t for t in tokens for _ in range(2)]
     assert not [e for e in root.iter() if e.tag.endswith("}script")]
     assert all(e.get("style") for e in cells)  # styles are inline: no stylesheet needed
     assert "attnw-toolbar" not in svg.decode()  # the buttons are not in the picture
@@ -336,7 +337,7 @@ def test_svg_and_png_downloads(tmp_path: Path, open_page: Any) -> None:
 
 
 @pytest.mark.browser
-def test_svg_shows_a_scrolled_long_input_whole(tmp_path: Path, open_page: Any) -> None:
+def test_svg_shows_a_long_wrapped_input_whole(tmp_path: Path, open_page: Any) -> None:
     tokens = [f"token{i}" for i in range(80)]
     path = tmp_path / "long.html"
     make_view(tokens).to_html(path)
@@ -344,19 +345,20 @@ def test_svg_shows_a_scrolled_long_input_whole(tmp_path: Path, open_page: Any) -
     page = watch.page
     page.set_viewport_size({"width": 600, "height": 400})
     page.locator(".attnw-saliency .attnw-tok").first.wait_for()
-    scroller = page.locator(".attnw-saliency .attnw-scroll")
-    assert scroller.evaluate("e => e.scrollWidth > 2 * e.clientWidth")  # most tokens off screen
-    scroller.evaluate("e => { e.scrollLeft = 300; }")
+    # SaliencyView wraps long inputs into lines (taller than the window) instead of scrolling.
+    assert int(page.locator(".attnw-saliency .attnw-lines").get_attribute("data-lines")) > 3
     box = page.locator(".attnw-view").bounding_box()
+    assert box["height"] > 400
 
     with page.expect_download() as svg_download:
         page.locator('.attnw-toolbar button[data-format="svg"]').click()
     root = ET.fromstring(Path(svg_download.value.path()).read_bytes())
     xhtml = "{http://www.w3.org/1999/xhtml}"
     cells = [e for e in root.iter(f"{xhtml}span") if "attnw-tok" in (e.get("class") or "")]
-    assert [c.text for c in cells] == tokens * 2
-    # The picture is as wide as the whole grid, not the visible part.
-    assert int(root.get("width")) > 2 * box["width"]
+    assert [c.text for c in cells] == [t for t in tokens for _ in range(2)]
+    # The picture is the whole view, not the part the window shows.
+    assert int(root.get("width")) == pytest.approx(box["width"], abs=1)
+    assert int(root.get("height")) == pytest.approx(box["height"], abs=2)
     watch.assert_clean()
 
 

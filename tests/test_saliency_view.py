@@ -212,3 +212,24 @@ def test_missing_bundle_says_how_to_build_it(
     with pytest.raises(BundleMissingError, match=r"npm --prefix js run build") as info:
         SaliencyView(explanation)
     assert isinstance(info.value, FileNotFoundError)
+
+
+def test_scale_defaults_to_words_and_is_validated(explanation: Explanation) -> None:
+    view = SaliencyView(explanation)
+    assert view.scale == "words"
+    assert "scale" in view.keys  # synced with the page's picker
+    view.set_state({"scale": "all"})  # what the page's picker sends
+    assert view.scale == "all"
+    for bad in ("word", "ALL", ""):
+        with pytest.raises(
+            traitlets.TraitError,
+            match=r"scale='.*' is not a colour range; use one of 'words', 'all'",
+        ):
+            view.scale = bad
+    assert view.scale == "all"  # unchanged by the failed sets
+    with pytest.raises(traitlets.TraitError):
+        view.scale = 1  # type: ignore[assignment]
+    assert SaliencyView(explanation, scale="all").scale == "all"
+    with pytest.raises(traitlets.TraitError, match="'everything' is not a colour range"):
+        SaliencyView(explanation, scale="everything")
+    assert "scale='words'" in repr(SaliencyView(explanation))

@@ -16,6 +16,10 @@ trait              type         meaning
                                 sent as a binary buffer (not JSON)
 ``shape``          list[int]    ``[m, n]``
 ``query_index``    int          the explained query position, -1 for none
+``scale``          str          what sets each row's colour range:
+                                ``"words"`` (default: special tokens and the
+                                query drawn but left out) or ``"all"``; set
+                                by the page's picker and from Python
 ``selected_token`` int          selected token column, -1 for none; set by
                                 clicks in the page and from Python
 =================  ===========  ============================================
@@ -34,14 +38,23 @@ from ..explanation import Explanation
 from ._base import _AttnWidget
 from ._buffers import decode_float32, encode_float32
 
+#: The values of :attr:`SaliencyView.scale`.
+SCALES = ("words", "all")
+
 
 class SaliencyView(_AttnWidget):
     """The input tokens coloured by each method's scores, one row per method.
 
     Signed methods (scores can be negative) use a diverging purple–orange map
     centred at 0 with a symmetric scale; the others a sequential (viridis)
-    map. Each row is scaled by its own max |score|. Hovering a token shows its
-    exact score; clicking it sets :attr:`selected_token`, and setting
+    map. Each row is scaled by its own max |score| over the words: special
+    tokens ([CLS], </s>, <|endoftext|>, ...) and the query position, whose
+    scores often dwarf every word's, are drawn clamped to the range and
+    outlined but do not set it (``scale="all"`` includes them; the legend
+    says which). Tokens wrap into lines as wide as the output, every line
+    showing the same tokens for each method. Hovering a token shows its
+    score (3 significant digits; full precision in :attr:`selection`);
+    clicking it sets :attr:`selected_token`, and setting
     :attr:`selected_token` from Python highlights that token's column.
 
     Args:
@@ -49,6 +62,8 @@ class SaliencyView(_AttnWidget):
         methods: the methods to show, in order (default: every method whose
             scores the explanation holds).
         selected_token: the initially selected token index (-1: none).
+        scale: ``"words"`` (default) or ``"all"``: which tokens set the
+            colour range of each row.
 
     Example::
 
@@ -68,6 +83,10 @@ class SaliencyView(_AttnWidget):
     shape = traitlets.List(traitlets.Int(), default_value=[0, 0], read_only=True).tag(sync=True)
     query_index = traitlets.Int(-1, read_only=True).tag(sync=True)
 
+    scale = traitlets.Unicode("words").tag(sync=True)
+    """What sets each row's colour range: "words" (special tokens and the query
+    left out, still drawn) or "all" (synced with the page's picker)."""
+
     selected_token = traitlets.Int(-1).tag(sync=True)
     """The selected token index, or -1 for none (synced with the page)."""
 
@@ -77,10 +96,12 @@ class SaliencyView(_AttnWidget):
         *,
         methods: str | Sequence[str] | None = None,
         selected_token: int = -1,
+        scale: str = "words",
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self._explanation: Explanation | None = None
+        self.scale = scale
         self.set_explanation(explanation, methods=methods)
         self.selected_token = selected_token
 
@@ -143,6 +164,17 @@ class SaliencyView(_AttnWidget):
             "scores": {name: float(matrix[i, j]) for i, name in enumerate(self.methods)},
         }
 
+    @traitlets.validate("scale")
+    def _validate_scale(self, proposal: dict[str, Any]) -> str:
+        value = proposal["value"]
+        if value not in SCALES:
+            raise traitlets.TraitError(
+                f"SaliencyView.scale={value!r} is not a colour range; use one of "
+                + ", ".join(map(repr, SCALES))
+                + " (words: special tokens and the query do not set the range)."
+            )
+        return str(value)
+
     @traitlets.validate("selected_token")
     def _validate_selected_token(self, proposal: dict[str, Any]) -> int:
         value = proposal["value"]
@@ -160,7 +192,7 @@ class SaliencyView(_AttnWidget):
     def __repr__(self) -> str:
         return (
             f"SaliencyView(n={len(self.tokens)}, methods={list(self.methods)}, "
-            f"selected_token={self.selected_token})"
+            f"scale={self.scale!r}, selected_token={self.selected_token})"
         )
 
 

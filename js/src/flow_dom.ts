@@ -3,12 +3,14 @@
  * shown paths' scores), the two canvases and the status lines. Built once per
  * render; flow_view.ts wires them to the model.
  */
-import { css, formatFloat32, gradient, scaleFor, textColorFor } from "./colors";
+import { css, formatFloat32, gradient, textColorFor } from "./colors";
+import { formatNumber } from "./format";
 import { displayToken, h, styleElement } from "./dom";
 import styles from "./flow.css";
 import type { FlowGeometry, PathData } from "./flow_paths";
 import type { FlowData, Selection } from "./flow_store";
 import type { FlowStack } from "./flow_types";
+import { coverageText, rangeText, scoreRange, type ScoreRange } from "./score_range";
 import baseStyles from "./styles.css";
 
 /** The stack picker's labels (the trait's values are the keys). */
@@ -100,29 +102,41 @@ export function buildLabels(e: FlowElements, data: FlowData, g: FlowGeometry): v
 
 /**
  * Mark the selected and query labels, colour the end tokens the paths reach
- * by their scores, and draw the legend of those colours.
+ * by their scores, and draw the legend of those colours. The colour range is
+ * set by the words (score_range.ts): special tokens and the selected token
+ * itself, whose own share (its residual path) dwarfs every other, are drawn
+ * clamped and outlined but do not set it.
  */
 export function paintLabels(e: FlowElements, data: FlowData, paths: PathData | null, sel: Selection, query: number): void {
   const { n, layers, tokens } = data;
+  const rangeOf = (layer: number): ScoreRange | null =>
+    paths ? scoreRange(paths.nodes.subarray(layer * n, (layer + 1) * n), tokens, { signed: paths.signed, mode: "words", focus: sel.token }) : null;
   const paint = (column: HTMLElement, layer: number, active: boolean): void => {
     const values = paths && active ? paths.nodes.subarray(layer * n, (layer + 1) * n) : null;
-    const scale = values && paths ? scaleFor(values, paths.signed) : null;
+    const range = values ? rangeOf(layer) : null;
     const children = column.children;
     for (let i = 0; i < children.length; i++) {
       const label = children[i] as HTMLElement;
       label.classList.toggle("attnw-selected", sel.token === i && sel.layer === layer);
       label.classList.toggle("attnw-query", layer === layers && i === query);
       const where = `${layer === 0 ? "Input" : "Top"} #${i} ${JSON.stringify(tokens[i])}`;
-      if (scale && values && paths) {
+      if (range && values && paths) {
         const value = values[i] as number;
-        const background = scale.color(value);
+        const background = range.scale.color(value);
+        const unscaled = range.excluded.includes(i);
+        const beyond = range.beyond(value);
         label.style.backgroundColor = css(background);
         label.style.color = css(textColorFor(background));
+        label.classList.toggle("attnw-unscaled", unscaled);
+        label.classList.toggle("attnw-beyond", beyond);
+        // Full precision for tests and tools (not shown); people read the title.
         label.dataset.score = formatFloat32(value);
-        label.title = `${where} · ${paths.method} ${formatFloat32(value)}`;
+        const notes = [unscaled ? "not in the colour range" : "", beyond ? "beyond the colour range, drawn at its end" : ""].filter(Boolean);
+        label.title = `${where} · ${paths.method} ${formatNumber(value)}${notes.length ? ` (${notes.join("; ")})` : ""}`;
       } else {
         label.style.removeProperty("background-color");
         label.style.removeProperty("color");
+        label.classList.remove("attnw-unscaled", "attnw-beyond");
         delete label.dataset.score;
         label.title = where;
       }
@@ -132,12 +146,11 @@ export function paintLabels(e: FlowElements, data: FlowData, paths: PathData | n
   paint(e.rightLabels, layers, sel.layer < layers);
   // Legend of the label colours (the input tokens' scale when going down).
   const end = sel.layer > 0 ? 0 : layers;
-  e.legend.hidden = !paths;
-  if (paths) {
-    const scale = scaleFor(paths.nodes.subarray(end * n, (end + 1) * n), paths.signed);
-    const max = formatFloat32(Math.fround(scale.max));
-    e.legendBar.style.background = gradient(scale.stops);
-    e.legendText.textContent = `${end === 0 ? "input" : "top"} ${paths.method}: ${scale.signed ? `−${max} … 0 … ${max}` : `0 … ${max}`}`;
+  const range = rangeOf(end);
+  e.legend.hidden = !range;
+  if (range && paths) {
+    e.legendBar.style.background = gradient(range.scale.stops);
+    e.legendText.textContent = `${end === 0 ? "input" : "top"} ${paths.method}: ${rangeText(range.scale)} (${coverageText(range, tokens, sel.token, "the selected token")})`;
   }
 }
 
@@ -162,6 +175,6 @@ export function syncControls(
   }
   e.methodSelect.value = t.method;
   if (Number(e.slider.value) !== t.threshold) e.slider.value = String(t.threshold);
-  e.sliderText.textContent = t.threshold.toFixed(3);
+  e.sliderText.textContent = formatNumber(t.threshold);
   e.caption.textContent = t.caption;
 }

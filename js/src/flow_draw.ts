@@ -5,7 +5,7 @@
  * (redrawn for every selection). The painter keeps what it drew so hovering
  * can name the line under the pointer (flow_text.ts).
  */
-import { formatFloat32 } from "./colors";
+import { formatNumber } from "./format";
 import {
   bucketByLevel,
   edgesAbove,
@@ -128,7 +128,7 @@ export class FlowPainter {
     const cut = strongestCut(maps, threshold, MAX_LINES);
     this.backgroundNote =
       cut.kept < cut.candidates
-        ? `Showing the ${cut.kept.toLocaleString("en")} strongest of ${cut.candidates.toLocaleString("en")} lines with Â ≥ ${threshold} (Â ≥ ${formatFloat32(cut.threshold)}); raise the threshold to see fewer.`
+        ? `Showing the ${cut.kept.toLocaleString("en")} strongest of ${cut.candidates.toLocaleString("en")} lines with Â ≥ ${formatNumber(threshold)} (Â ≥ ${formatNumber(cut.threshold)}); raise the threshold to see fewer.`
         : "";
     const ctx = sizeCanvas(this.background, g);
     this.drawn.edges = [];

@@ -3,7 +3,7 @@
  * pointer are described (status line and tooltip). Pure functions of the
  * store's data, the geometry and what was drawn, so they are tested in node.
  */
-import { formatFloat32 } from "./colors";
+import { formatNumber, formatPercent } from "./format";
 import { edgeLayerAt, nearestEdge, nodeAt, type FlowGeometry, type PathData } from "./flow_paths";
 import type { Drawn } from "./flow_draw";
 import type { FlowData, Selection } from "./flow_store";
@@ -35,7 +35,7 @@ export function hoverText(data: FlowData, g: FlowGeometry, paths: PathData | nul
   const node = nodeAt(g, x, y);
   if (node) {
     const value = paths ? (paths.nodes[node.layer * n + node.token] as number) : Number.NaN;
-    const extra = paths && Number.isFinite(value) ? ` · ${paths.method} ${formatFloat32(value)}` : "";
+    const extra = paths && Number.isFinite(value) ? ` · ${paths.method} ${formatNumber(value)}` : "";
     return `Node ${describeNode(data, node.layer, node.token)}${extra} (click to select)`;
   }
   const at = edgeLayerAt(g, x);
@@ -50,12 +50,12 @@ export function hoverText(data: FlowData, g: FlowGeometry, paths: PathData | nul
   const j = edge.flat - i * n;
   const weight = data.adjusted[at.layer - 1]?.[edge.flat] as number | undefined;
   const token = (k: number): string => `#${k} ${JSON.stringify(data.tokens[k])}`;
-  let text = `Layer ${at.layer}: ${token(i)} → ${token(j)} (node layers ${at.layer} → ${at.layer - 1}): Â = ${formatFloat32(weight ?? Number.NaN)}`;
+  let text = `Layer ${at.layer}: ${token(i)} → ${token(j)} (node layers ${at.layer} → ${at.layer - 1}): Â = ${formatNumber(weight ?? Number.NaN)}`;
   if (paths && pathMap?.has(edge.flat)) {
     const value = pathMap.get(edge.flat)!;
     const total = paths.edges[at.layer - 1]!.total;
-    const share = total > 0 ? (Math.abs(value) / total) * 100 : 0;
-    text += ` · ${paths.method} ${formatFloat32(value)} (${share.toFixed(1)}% of this layer)`;
+    const share = total > 0 ? Math.abs(value) / total : 0;
+    text += ` · ${paths.method} ${formatNumber(value)} (${formatPercent(share)} of this layer)`;
   }
   return text;
 }

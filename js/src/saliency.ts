@@ -1,10 +1,18 @@
 /**
- * SaliencyView: input tokens coloured by each method's scores, one row per
- * method (traits: SaliencyTraits in types.ts).
+ * SaliencyView: input tokens coloured by each method's scores
+ * (traits: SaliencyTraits in types.ts).
  *
- * - Signed methods use the diverging PuOr map centred at 0, the others
- *   viridis; every row is normalised by its own max |score|.
- * - Hover shows method, token, index and the exact score (title + status line).
+ * - Layout: one column per token holding one cell per method; the columns
+ *   wrap into lines that fit the output's width, so every line shows the
+ *   same tokens for every method, rows aligned, and 300–1,000 tokens read
+ *   without sideways scrolling. The method names are repeated at the left
+ *   of each line (absolutely placed, so they never change where lines break).
+ * - Colours: signed methods use the diverging PuOr map centred at 0, the
+ *   others viridis; every row has its own range. By default (`scale:
+ *   "words"`) the range is set by the words only: special tokens and the
+ *   query are drawn, clamped and outlined, but a CLS row's one huge score no
+ *   longer paints every word dark (score_range.ts). `scale: "all"` includes them.
+ * - Hover shows method, token, index and the score (title + status line).
  * - Click a token (or use the arrow keys) to set `selected_token`; clicking the
  *   selected token again clears it (-1). A change from Python highlights the
  *   token's column.
@@ -12,23 +20,29 @@
 import type { AnyModel } from "@anywidget/types";
 
 import { decodeMatrix, type Matrix } from "./buffers";
-import { css, formatFloat32, gradient, scaleFor, textColorFor, type Scale } from "./colors";
+import { css, gradient, textColorFor } from "./colors";
 import { clear, displayToken, h, styleElement } from "./dom";
+import { formatNumber } from "./format";
+import { coverageText, rangeText, scoreRange, type ScaleMode, type ScoreRange } from "./score_range";
 import styles from "./styles.css";
 import type { SaliencyTraits } from "./types";
 
 type Model = AnyModel<SaliencyTraits>;
 
 /** Traits whose change redraws the whole view. */
-const DATA_TRAITS = ["tokens", "methods", "summaries", "signed", "scores", "shape", "query_index"] as const;
+const DATA_TRAITS = ["tokens", "methods", "summaries", "signed", "scores", "shape", "query_index", "scale"] as const;
+
+const SCALE_LABELS: Record<ScaleMode, string> = { words: "words", all: "all tokens" };
 
 interface Drawn {
   /** cells[j]: the cells of token column j, one per method row. */
   cells: HTMLElement[][];
+  columns: HTMLElement[];
   tokens: string[];
   methods: string[];
   matrix: Matrix;
-  scroller: HTMLElement;
+  lines: HTMLElement;
+  labelTemplate: HTMLElement;
 }
 
 export function renderSaliency({ model, el }: { model: Model; el: HTMLElement }): () => void {
@@ -36,6 +50,10 @@ export function renderSaliency({ model, el }: { model: Model; el: HTMLElement })
     className: "attnw attnw-saliency",
     attrs: { tabindex: 0, role: "group", "aria-label": "Token relevance by method" },
   });
+  const scaleSelect = h("select", { className: "attnw-saliency-scale", attrs: { "aria-label": "Colour range" } }, [
+    h("option", { text: SCALE_LABELS.words, attrs: { value: "words" } }),
+    h("option", { text: SCALE_LABELS.all, attrs: { value: "all" } }),
+  ]);
   const body = h("div");
   const status = h("div", { className: "attnw-status", attrs: { "aria-live": "polite" } });
   root.append(styleElement(styles), body, status);
@@ -50,12 +68,12 @@ export function renderSaliency({ model, el }: { model: Model; el: HTMLElement })
       return "Click a token to select it (arrow keys move, Esc clears).";
     }
     const parts = drawn.methods.map(
-      (name, i) => `${name} ${formatFloat32(drawn!.matrix.data[i * drawn!.matrix.cols + selected] as number)}`,
+      (name, i) => `${name} ${formatNumber(drawn!.matrix.data[i * drawn!.matrix.cols + selected] as number)}`,
     );
     return `Selected #${selected} ${JSON.stringify(drawn.tokens[selected])}: ${parts.join(" · ")}`;
   };
 
-  const highlight = (index: number): void => {
+  const highlight = (index: number, reveal = false): void => {
     if (drawn) {
       for (const cell of drawn.cells[selected] ?? []) {
         cell.classList.remove("attnw-selected");
@@ -70,16 +88,28 @@ export function renderSaliency({ model, el }: { model: Model; el: HTMLElement })
         cell.classList.add("attnw-selected");
         cell.setAttribute("aria-selected", "true");
       }
-      if (column[0]) scrollIntoColumn(drawn.scroller, column[0]);
+      // Only keyboard moves scroll: a click is already in view, and a change
+      // from Python must not make the notebook jump.
+      if (reveal) drawn.columns[index]?.scrollIntoView?.({ block: "nearest", inline: "nearest" });
     }
     status.textContent = selectedText();
   };
 
+  const layout = (): void => {
+    if (drawn) placeLineLabels(drawn);
+  };
+  const resizes = typeof ResizeObserver === "undefined" ? null : new ResizeObserver(layout);
+
   const draw = (): void => {
     clear(body);
+    resizes?.disconnect();
     drawn = null;
+    const mode: ScaleMode = model.get("scale") === "all" ? "all" : "words";
+    scaleSelect.value = mode;
     try {
-      drawn = build(model, body);
+      drawn = build(model, body, scaleSelect, mode);
+      placeLineLabels(drawn);
+      resizes?.observe(drawn.lines);
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
       body.appendChild(h("div", { className: "attnw-error", text: `attnwidget: cannot draw this view: ${message}` }));
@@ -111,7 +141,7 @@ export function renderSaliency({ model, el }: { model: Model; el: HTMLElement })
   };
 
   const onKey = (event: KeyboardEvent): void => {
-    if (!drawn) return;
+    if (!drawn || event.target === scaleSelect) return;
     const n = drawn.tokens.length;
     let next: number | null = null;
     if (event.key === "ArrowRight") next = selected < 0 ? 0 : Math.min(n - 1, selected + 1);
@@ -121,7 +151,15 @@ export function renderSaliency({ model, el }: { model: Model; el: HTMLElement })
     else if (event.key === "Escape") next = -1;
     if (next === null || n === 0) return;
     event.preventDefault();
-    if (next !== selected) select(next);
+    if (next !== selected) {
+      select(next);
+      highlight(next, true);
+    }
+  };
+
+  const onScale = (): void => {
+    model.set("scale", scaleSelect.value === "all" ? "all" : "words");
+    model.save_changes();
   };
 
   // Coalesce several trait changes of one kernel message into one redraw.
@@ -140,6 +178,7 @@ export function renderSaliency({ model, el }: { model: Model; el: HTMLElement })
   root.addEventListener("mouseover", onOver);
   root.addEventListener("mouseleave", onLeave);
   root.addEventListener("keydown", onKey);
+  scaleSelect.addEventListener("change", onScale);
   for (const name of DATA_TRAITS) model.on(`change:${name}`, scheduleDraw);
   model.on("change:selected_token", onSelected);
   draw();
@@ -147,16 +186,18 @@ export function renderSaliency({ model, el }: { model: Model; el: HTMLElement })
   return () => {
     for (const name of DATA_TRAITS) model.off(`change:${name}`, scheduleDraw);
     model.off("change:selected_token", onSelected);
+    resizes?.disconnect();
     root.removeEventListener("click", onClick);
     root.removeEventListener("mouseover", onOver);
     root.removeEventListener("mouseleave", onLeave);
     root.removeEventListener("keydown", onKey);
+    scaleSelect.removeEventListener("change", onScale);
     root.remove();
   };
 }
 
-/** Build the grid of methods x tokens into `body`. */
-function build(model: Model, body: HTMLElement): Drawn {
+/** Build the legends and the wrapped token columns into `body`. */
+function build(model: Model, body: HTMLElement, scaleSelect: HTMLSelectElement, mode: ScaleMode): Drawn {
   const tokens = (model.get("tokens") ?? []).map(String);
   const methods = (model.get("methods") ?? []).map(String);
   const summaries = model.get("summaries") ?? [];
@@ -167,8 +208,9 @@ function build(model: Model, body: HTMLElement): Drawn {
       `scores have shape [${matrix.rows}, ${matrix.cols}] but there are ${methods.length} methods and ${tokens.length} tokens`,
     );
   }
-  const query = model.get("query_index") ?? -1;
-  if (query >= 0 && query < tokens.length) {
+  const rawQuery = model.get("query_index") ?? -1;
+  const query = rawQuery >= 0 && rawQuery < tokens.length ? rawQuery : -1;
+  if (query >= 0) {
     body.appendChild(
       h("div", {
         className: "attnw-caption",
@@ -177,69 +219,122 @@ function build(model: Model, body: HTMLElement): Drawn {
     );
   }
 
-  const grid = h("div", {
-    className: "attnw-grid",
-    attrs: { role: "grid", "aria-rowcount": methods.length, "aria-colcount": tokens.length + 1 },
-    style: { "grid-template-columns": `max-content repeat(${tokens.length}, max-content)` },
-  });
-  const cells: HTMLElement[][] = tokens.map(() => []);
-  const shown = tokens.map(displayToken);
+  const ranges = methods.map((_, i) => scoreRange(matrix.row(i), tokens, { signed: Boolean(signed[i]), mode, focus: query }));
+  // The rows share tokens and query, so they leave out the same positions
+  // (a row falls back to "all" only when its words are all 0).
+  const shared = ranges.find((r) => r.covers === "words") ?? ranges[0];
+  // Name the query's token: it is often [CLS] itself, or a word.
+  const queryName = query >= 0 ? `the query (${tokens[query]})` : "the query";
+  const coverage = shared ? coverageText(shared, tokens, query, queryName) : "";
+  const marks = shared && shared.excluded.length ? " (dashed outline: drawn but not in the range; hatched: beyond it)" : " (hatched: beyond the range)";
+  body.appendChild(
+    h("div", { className: "attnw-saliency-head" }, [
+      h("label", { className: "attnw-control" }, [h("span", { text: "Colour range over " }), scaleSelect]),
+      h("span", { className: "attnw-saliency-coverage", text: `Each method's colours: ${coverage}${marks}.` }),
+    ]),
+  );
+  body.appendChild(
+    h(
+      "div",
+      { className: "attnw-saliency-legends" },
+      methods.map((method, i) => legend(method, summaries[i] ?? "", coverageText(ranges[i]!, tokens, query, queryName), ranges[i]!)),
+    ),
+  );
 
-  methods.forEach((method, i) => {
-    const row = matrix.row(i);
-    const scale = scaleFor(row, Boolean(signed[i]));
-    grid.appendChild(labelCell(method, summaries[i] ?? "", scale));
-    for (let j = 0; j < tokens.length; j++) {
-      const value = row[j] as number;
-      const background = scale.color(value);
+  const shown = tokens.map(displayToken);
+  const cells: HTMLElement[][] = tokens.map(() => []);
+  const columns: HTMLElement[] = [];
+  const lines = h("div", {
+    className: "attnw-lines",
+    attrs: { role: "grid", "aria-rowcount": methods.length, "aria-colcount": tokens.length },
+  });
+  for (let j = 0; j < tokens.length; j++) {
+    const column = h("div", { className: "attnw-col", attrs: { role: "row", "data-index": j } });
+    for (let i = 0; i < methods.length; i++) {
+      const method = methods[i]!;
+      const range = ranges[i]!;
+      const value = matrix.data[i * matrix.cols + j] as number;
+      const background = range.scale.color(value);
+      const unscaled = range.excluded.includes(j);
+      const beyond = range.beyond(value);
+      let className = "attnw-tok";
+      if (j === query) className += " attnw-query";
+      if (unscaled) className += " attnw-unscaled";
+      if (beyond) className += " attnw-beyond";
+      const notes = [unscaled ? "not in the colour range" : "", beyond ? "beyond the colour range, drawn at its end" : ""].filter(Boolean);
       const cell = h("span", {
-        className: j === query ? "attnw-tok attnw-query" : "attnw-tok",
+        className,
         text: shown[j],
         attrs: {
           role: "gridcell",
           "data-index": j,
           "data-method": method,
-          title: `${method} · #${j} ${JSON.stringify(tokens[j])} · score ${formatFloat32(value)}`,
+          title: `${method} · #${j} ${JSON.stringify(tokens[j])} · score ${formatNumber(value)}${notes.length ? ` (${notes.join("; ")})` : ""}`,
         },
         style: { "background-color": css(background), color: css(textColorFor(background)) },
       });
       cells[j]!.push(cell);
-      grid.appendChild(cell);
+      column.appendChild(cell);
     }
-  });
-
-  const scroller = h("div", { className: "attnw-scroll" }, [grid]);
-  body.appendChild(scroller);
-  return { cells, tokens, methods, matrix, scroller };
+    columns.push(column);
+    lines.appendChild(column);
+  }
+  const labelTemplate = h(
+    "div",
+    { className: "attnw-line-labels", attrs: { "aria-hidden": "true" } },
+    methods.map((method) => h("div", { className: "attnw-line-label", text: method })),
+  );
+  body.appendChild(h("div", { className: "attnw-scroll" }, [lines]));
+  return { cells, columns, tokens, methods, matrix, lines, labelTemplate };
 }
 
-function labelCell(method: string, summary: string, scale: Scale): HTMLElement {
-  const max = formatFloat32(Math.fround(scale.max));
-  const range = scale.signed ? `−${max} … 0 … ${max}` : `0 … ${max}`;
+/** One method's legend: name, colour bar and the range it covers. */
+function legend(method: string, summary: string, coverage: string, range: ScoreRange): HTMLElement {
+  const { scale } = range;
+  const text = rangeText(scale);
   return h(
     "div",
     {
       className: "attnw-label",
       attrs: {
-        role: "rowheader",
-        title: `${method}${summary ? `: ${summary}` : ""}\n${scale.signed ? "signed scores: diverging colours centred at 0" : "non-negative scores"}; colours scaled by max |score| = ${max}`,
+        "data-method": method,
+        title: `${method}${summary ? `: ${summary}` : ""}\n${scale.signed ? "signed scores: diverging colours centred at 0" : "non-negative scores"}; colours from ${text}, ${coverage}`,
       },
     },
     [
       h("span", { className: "attnw-method", text: method }),
       h("span", { className: "attnw-legend" }, [
         h("span", { className: "attnw-bar", style: { background: gradient(scale.stops) } }),
-        h("span", { text: range }),
+        h("span", { className: "attnw-range", text }),
       ]),
     ],
   );
 }
 
-/** Scroll the grid's scroller sideways (only) so that a cell is visible. */
-function scrollIntoColumn(scroller: HTMLElement, cell: HTMLElement): void {
-  const left = cell.offsetLeft;
-  const right = left + cell.offsetWidth;
-  const label = scroller.querySelector<HTMLElement>(".attnw-label")?.offsetWidth ?? 0;
-  if (left - label < scroller.scrollLeft) scroller.scrollLeft = Math.max(0, left - label - 8);
-  else if (right > scroller.scrollLeft + scroller.clientWidth) scroller.scrollLeft = right - scroller.clientWidth + 8;
+/**
+ * Put a copy of the method names at the start of every wrapped line. The
+ * lines reserve the labels' width on the left (padding), so the copies are
+ * absolutely placed and never move a line break; run again on resize.
+ */
+function placeLineLabels(d: Drawn): void {
+  const { lines, columns, labelTemplate } = d;
+  for (const old of Array.from(lines.querySelectorAll(":scope > .attnw-line-labels"))) old.remove();
+  if (columns.length === 0) return;
+  lines.appendChild(labelTemplate);
+  const width = Math.ceil(labelTemplate.getBoundingClientRect().width);
+  labelTemplate.remove();
+  lines.style.paddingLeft = `${width + 6}px`;
+  // Read every line's top first, then write: one layout, not one per line.
+  const tops: number[] = [];
+  for (const column of columns) {
+    const top = column.offsetTop;
+    if (top !== tops[tops.length - 1]) tops.push(top);
+  }
+  tops.forEach((top, line) => {
+    const labels = labelTemplate.cloneNode(true) as HTMLElement;
+    labels.style.top = `${top}px`;
+    labels.dataset.line = String(line);
+    lines.appendChild(labels);
+  });
+  lines.dataset.lines = String(tops.length);
 }

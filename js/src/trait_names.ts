@@ -16,7 +16,7 @@ type Names<T> = Record<keyof T, true>;
 
 const saliency: Names<SaliencyTraits> = {
   _view: true, tokens: true, methods: true, summaries: true, signed: true, scores: true, shape: true,
-  query_index: true, selected_token: true,
+  query_index: true, scale: true, selected_token: true,
 };
 
 // Typed, so a name AttentionTraits lacks fails here (a spread below would hide it).

@@ -41,6 +41,11 @@ export interface SaliencyTraits extends BaseTraits {
   shape: number[];
   /** The explained query position (marked in the view); -1 for none. */
   query_index: number;
+  /**
+   * What sets each row's colour range: "words" (special tokens and the query
+   * drawn but left out) or "all". Synced both ways.
+   */
+  scale: "words" | "all";
   /** The selected token column, -1 for none. Synced both ways. */
   selected_token: number;
 }
