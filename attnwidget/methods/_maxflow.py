@@ -57,11 +57,10 @@ import numpy as np
 from scipy.sparse import csr_array
 from scipy.sparse.csgraph import maximum_flow
 
-from ._maxflow_cert import top_up
+from ._flow_edges import SCALE
+from ._maxflow_cert import crossing_of, saturate_cut, top_up
 from ._maxflow_union import Union, flow_data
 
-#: Integer scale: every capacity is ≤ 1, so scaled capacities stay ≤ 2**30 < 2**31.
-SCALE = 2**30
 #: Stop refining once every certified gap (upper − lower) is at most this.
 DEFAULT_TOL = 1e-10
 MAX_STAGES = 5
@@ -246,6 +245,21 @@ def _solve_batch(
         if stage == 0:
             topped = top_up(union, flow, source_caps, sink_caps, trivial - lower)
             lower = np.where(topped, trivial, lower)
+            gaps = upper - lower
+            if gaps.max() <= tol:
+                break
+            # Else prove stage 1's own min cut tight (no further solve), or
+            # at least keep its price as the upper bound.
+            ok, price, side = saturate_cut(union, data, net, flow)
+            ok &= ~topped
+            better = price < upper
+            upper = np.minimum(upper, price)
+            reached[better] = side[1:-1].reshape(count, depth, n)[better]
+            # The price is a float64 sum of ≤ |cut| terms ≤ 1: round-off ≤ |cut|·2**-53.
+            terms = np.bincount(union.component, weights=crossing_of(union, side), minlength=count)
+            lower = np.where(ok, price - terms * 2.0**-53, lower)
+            upper = np.where(ok, price, upper)
+            topped |= ok  # their lower bounds are final
             gaps = upper - lower
             if gaps.max() <= tol:
                 break

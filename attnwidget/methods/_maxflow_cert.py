@@ -70,3 +70,52 @@ def top_up(
             short = np.where(src_res[lo:hi] > 0, width, np.inf).min(axis=1)
             ok[lo:hi] |= source_bound[lo:hi] & (short >= missing[lo:hi])
     return ok & (missing >= 0)
+
+
+def saturate_cut(
+    union: Union, data: np.ndarray, net: np.ndarray, flow: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Prove stage 1's minimum cut tight by routing the rounding losses: (ok, price, side).
+
+    ``data`` are the scaled integer capacities given to scipy, ``net`` its net
+    integer flows (both in the CSR arc order of ``union``), ``flow`` the real
+    flow on each edge. The nodes reachable from the source in the integer
+    residual graph (``side``) define a cut of each problem; ``price`` (K,) is
+    its capacity summed in float64 from the original capacities, an upper
+    bound. What separates the flow from that bound is, per problem, the real
+    residual Δ = Σ δ_a of the arcs a that cross the cut (each < 2**-30: the
+    integer residual there is 0). If every such arc's tail is reached from
+    the source, and the sink from every such arc's head, by residual arcs
+    that do not cross the cut and each have ≥ Δ to spare, then sending δ_a
+    along source → tail → head → sink for every a is feasible (no arc carries
+    more than Δ in total, and the two halves lie on different sides of the
+    cut, so they share no arc), and it saturates the cut: the maximum flow
+    *is* ``price``. ``ok`` (K,) says where that proof went through.
+    """
+    count = union.shape[0]
+    side = union.reachable(data.astype(np.int64) - net)
+    price = np.bincount(
+        union.component, weights=union.caps * crossing_of(union, side), minlength=count
+    )
+    spare = np.empty(data.size)
+    spare[union.fpos] = union.caps - flow
+    spare[union.rpos] = flow
+    problem = np.empty(data.size, dtype=np.int64)
+    problem[union.fpos] = union.component
+    problem[union.rpos] = union.component
+    tails, heads = union.row_of, union.indices
+    across = side[tails] & ~side[heads]
+    short = across & (spare > 0)
+    missing = np.bincount(problem[short], weights=spare[short], minlength=count)
+    # 1e-15 covers the float64 round-off of spare (≤ 1 each) and of missing.
+    usable = ~across & (spare >= missing[problem] + 1e-15)
+    down = union.reach_over(usable, reverse=False)
+    up = union.reach_over(usable, reverse=True)
+    bad = short & ~(down[tails] & up[heads])
+    ok = np.bincount(problem[bad], minlength=count) == 0
+    return ok, price, side
+
+
+def crossing_of(union: Union, side: np.ndarray) -> np.ndarray:
+    """Which edges go from the source side ``side`` (bool (N,)) to the other: (E,) float."""
+    return (side[union.tails] & ~side[union.heads]).astype(np.float64)

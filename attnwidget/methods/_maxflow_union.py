@@ -13,6 +13,8 @@ import numpy as np
 from scipy.sparse import csr_array
 from scipy.sparse.csgraph import breadth_first_order
 
+from ._flow_edges import arc_positions
+
 
 class Union:
     """K problems on copies of one graph: sources merged (node 0), sinks merged (last).
@@ -171,15 +173,27 @@ class Union:
 
     def reachable(self, residual: np.ndarray) -> np.ndarray:
         """Nodes reachable from node 0 over arcs with ``residual > 0``: bool (N,)."""
-        keep = residual > 0
-        counts = np.bincount(self.row_of[keep], minlength=self.num_nodes)
+        return self.reach_over(residual > 0, reverse=False)
+
+    def reach_over(self, keep: np.ndarray, *, reverse: bool) -> np.ndarray:
+        """Nodes reachable from the source over the arcs ``keep`` (bool, CSR order): (N,).
+
+        With ``reverse``, the nodes from which the sink is reachable instead.
+        """
+        tails, heads = self.row_of[keep], self.indices[keep]
+        start = 0
+        if reverse:  # walk the arcs backwards from the sink
+            tails, heads, start = heads, tails, self.num_nodes - 1
+            order = np.argsort(tails, kind="stable")
+            tails, heads = tails[order], heads[order]
+        counts = np.bincount(tails, minlength=self.num_nodes)
         indptr = np.zeros(self.num_nodes + 1, dtype=np.int32)
         np.cumsum(counts, out=indptr[1:])
         graph = csr_array(
-            (np.ones(int(keep.sum()), dtype=np.int8), self.indices[keep], indptr),
+            (np.ones(heads.size, dtype=np.int8), heads, indptr),
             shape=(self.num_nodes,) * 2,
         )
-        order = breadth_first_order(graph, 0, directed=True, return_predecessors=False)
+        order = breadth_first_order(graph, start, directed=True, return_predecessors=False)
         side = np.zeros(self.num_nodes, dtype=bool)
         side[order] = True
         return side
@@ -189,14 +203,5 @@ def flow_data(flow: csr_array, union: Union) -> np.ndarray:
     """scipy's net flows in the union structure's order (int64)."""
     if np.array_equal(flow.indptr, union.indptr) and np.array_equal(flow.indices, union.indices):
         return flow.data.astype(np.int64)
-    # Defensive path for a scipy that orders its result differently.
-    lookup = flow.tocsr()
-    lookup.sort_indices()
-    out = np.zeros(2 * union.num_edges, dtype=np.int64)
-    for u in range(union.num_nodes):
-        lo, hi = lookup.indptr[u], lookup.indptr[u + 1]
-        mine = slice(union.indptr[u], union.indptr[u + 1])
-        if hi > lo:
-            pos = np.searchsorted(lookup.indices[lo:hi], union.indices[mine])
-            out[mine] = lookup.data[lo:hi][np.minimum(pos, hi - lo - 1)]
-    return out
+    # A scipy that orders its result differently: find each arc by position.
+    return flow.data[arc_positions(flow, union.row_of, union.indices)].astype(np.int64)

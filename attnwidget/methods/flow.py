@@ -57,6 +57,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import TooLargeError
+from ._flow_direct import solve_direct
 from ._flowcert import certify
 from ._graph import (
     HeadFusion,
@@ -77,6 +78,7 @@ DEFAULT_MAX_BYTES = 2 * 1024**3
 AT_BOUND_ATOL = 1e-9
 #: Shorter inputs are solved on the full graph (subgraphs would not pay off).
 SUBGRAPH_FROM_N = 25
+DIRECT = True
 #: Bytes per graph edge: our arrays plus scipy's int32 residual copies.
 _BYTES_PER_EDGE = 160
 
@@ -226,10 +228,18 @@ def _max_flows(
     done, gap = certify(adjusted, top, sources, bound)
     raw[done] = bound[done]
     todo_r, todo_j = np.nonzero(~done)
+    inner = [adjusted[layer - 1] for layer in range(top - 1, 1, -1)]
+    # Short inputs or three node layers: the full graph is as cheap as subgraphs.
+    chains = None if n < SUBGRAPH_FROM_N or top <= 3 else (sources[todo_r], todo_j)
+    if todo_r.size and DIRECT:
+        direct = solve_direct(
+            inner, source_caps[todo_r], sink_caps[:, todo_j].T, chains=chains, tol=DEFAULT_TOL
+        )
+        raw[todo_r[direct.ok], todo_j[direct.ok]] = direct.value[direct.ok]
+        gap[todo_r[direct.ok], todo_j[direct.ok]] = direct.error[direct.ok]
+        todo_r, todo_j = todo_r[~direct.ok], todo_j[~direct.ok]
     if todo_r.size:
-        inner = [adjusted[layer - 1] for layer in range(top - 1, 1, -1)]
-        # Short inputs or three node layers: the full graph is as cheap.
-        chains = None if n < SUBGRAPH_FROM_N or top <= 3 else (sources[todo_r], todo_j)
+        chains = None if chains is None else (sources[todo_r], todo_j)
         solutions = solve(
             inner, source_caps[todo_r], sink_caps[:, todo_j].T, chains=chains, tol=DEFAULT_TOL
         )
