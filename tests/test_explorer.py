@@ -6,8 +6,9 @@ import functools
 from typing import Any
 
 import numpy as np
+import pytest
 
-from attnwidget import demo
+from attnwidget import demo, explain
 from attnwidget.views import Explorer, FlowView, SaliencyView
 
 
@@ -126,3 +127,67 @@ def test_explorer_offers_the_lrp_methods_where_supported() -> None:
     explorer = Explorer(model, tokenizer, "the keys to the cabinet")
     assert {"lrp", "chefer2021"} <= set(explorer.explanation.scores)
     assert {"lrp", "chefer2021"} <= set(explorer.views["flow"].methods)
+
+
+# -- length: the advice in the error works, and the limit is a parameter --------------
+
+
+def _long_text(words: int) -> str:
+    base = "the keys to the old cabinet near the doors are on the table".split()
+    return " ".join(base[i % len(base)] for i in range(words))
+
+
+def test_too_long_text_advice_works_truncation_is_accepted() -> None:
+    model, tokenizer = encoder()
+    text = _long_text(80)  # 82 tokens with [CLS] and [SEP]; the model takes 64
+    strict = Explorer(model, tokenizer, text, methods=["rollout"])
+    assert strict.explanation is None and strict.max_length == 64 and not strict.truncation
+    assert "82 tokens long" in strict.error and "at most 64" in strict.error
+    assert "truncation=True" in strict.error
+    # Following the advice: the first 64 tokens are explained, and the status says so.
+    cut = Explorer(model, tokenizer, text, methods=["rollout"], truncation=True)
+    assert cut.error == "" and cut.explanation is not None
+    reference = explain(model, tokenizer, text, methods=["rollout"], truncation=True)
+    assert cut.explanation.tokens == reference.tokens and len(reference.tokens) == 64
+    np.testing.assert_allclose(cut.explanation.scores["rollout"], reference.scores["rollout"])
+    assert "82 tokens long: only its first 64 are explained" in cut.status.value
+
+
+def test_max_length_is_a_parameter() -> None:
+    model, tokenizer = encoder()
+    text = _long_text(20)  # 22 tokens
+    explorer = Explorer(model, tokenizer, text, methods=["rollout"], max_length=12)
+    assert explorer.max_length == 12 and explorer.explanation is None
+    assert "22 tokens long" in explorer.error and "max_length=12" in explorer.error
+    assert "raise max_length" in explorer.error
+    explorer.text = _long_text(8)  # fits: explained as usual
+    assert explorer.error == "" and len(explorer.explanation.tokens) == 10
+    shown = explorer.explanation
+
+    cut = Explorer(model, tokenizer, text, methods=["rollout"], max_length=12, truncation=True)
+    expected = tokenizer.convert_ids_to_tokens(
+        tokenizer(text, truncation=True, max_length=12)["input_ids"]
+    )
+    assert cut.explanation.tokens == expected and len(expected) == 12
+    assert "first 12 are explained" in cut.status.value
+    # A longer limit than the model's is refused; so is a limit that is no count.
+    with pytest.raises(ValueError, match=r"max_length=65 is more than the model accepts \(64"):
+        Explorer(model, tokenizer, "the keys", max_length=65)
+    for bad in (0, -3, 2.5, "12", True):
+        with pytest.raises(ValueError, match="must be a positive number of tokens"):
+            Explorer(model, tokenizer, "the keys", max_length=bad)
+    with pytest.raises(TypeError, match="truncation='yes' must be True or False"):
+        Explorer(model, tokenizer, "the keys", truncation="yes")
+    assert explorer.explanation is shown  # nothing above touched the first Explorer
+
+
+def test_max_length_cut_keeps_the_words_of_a_subword_text() -> None:
+    """On a WordPiece tokenizer the cut ends at a token boundary: the model sees
+    exactly the first max_length tokens of the full text."""
+    from tiny_models import build
+
+    model, tokenizer = build("bert-cls")
+    text = "unbelievably interesting keys to the cabinets " * 6
+    explorer = Explorer(model, tokenizer, text, methods=["rollout"], max_length=16, truncation=True)
+    ids = tokenizer(text, truncation=True, max_length=16)["input_ids"]
+    assert explorer.explanation.input_ids.tolist() == ids

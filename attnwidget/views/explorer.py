@@ -8,9 +8,11 @@ and HeadView / ModelView when this installation has them. Editing the text
 :func:`attnwidget.explain` again and every view is updated in place (each
 view's ``set_explanation``; a view without one is rebuilt).
 
-Bad input (empty text, text longer than the model accepts, an unknown
-target) is reported in the Explorer's status line as plain text; the views
-keep showing the previous explanation.
+Bad input (empty text, text longer than ``max_length``, an unknown target)
+is reported in the Explorer's status line as plain text; the views keep
+showing the previous explanation. With ``truncation=True`` a longer text is
+explained by its first ``max_length`` tokens instead, and the status line
+says so.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ import ipywidgets as widgets
 import numpy as np
 
 from ..capture.kinds import ENCODER, model_kind
+from ..capture.tokens import max_length as model_max_length
+from ..errors import InputError
 from ..explain import DEFAULT_METHODS, explain
 from ..explanation import Explanation
 from .flow_view import FlowView
@@ -64,6 +68,12 @@ class Explorer(widgets.VBox):
         target: the initial target (label name or index for classifiers, token
             string or id for language models); None = the prediction.
         method: the FlowView's initial method.
+        max_length: the most tokens (special tokens included) a text may have;
+            default: what the model accepts (its position embeddings, e.g. 64
+            for the demo models, 512 for BERT). Lower it to keep every view
+            quick on a big model; above the model's own limit is refused.
+        truncation: explain the first ``max_length`` tokens of a longer text
+            (the status line says it was cut) instead of reporting an error.
 
     Attributes:
         text_box, target_picker, method_picker, status: the controls.
@@ -86,8 +96,15 @@ class Explorer(widgets.VBox):
         methods: Sequence[str] | None = None,
         target: Any = None,
         method: str = "rollout",
+        max_length: int | None = None,
+        truncation: bool = False,
         **kwargs: Any,
     ) -> None:
+        self._limit = model_max_length(model, tokenizer)
+        self._max_length = _check_max_length(max_length, self._limit)
+        if not isinstance(truncation, bool):
+            raise TypeError(f"truncation={truncation!r} must be True or False.")
+        self._truncation = truncation
         self._model = model
         self._tokenizer = tokenizer
         self._methods = list(_default_methods(model) if methods is None else methods)
@@ -155,6 +172,16 @@ class Explorer(widgets.VBox):
         self.run()
 
     @property
+    def max_length(self) -> int | None:
+        """The most tokens a text may have (None: the model states no limit)."""
+        return self._max_length
+
+    @property
+    def truncation(self) -> bool:
+        """Whether a longer text is cut to :attr:`max_length` tokens (else an error)."""
+        return self._truncation
+
+    @property
     def explanation(self) -> Explanation | None:
         """The explanation the views show (the last one that succeeded)."""
         return self._explanation
@@ -175,6 +202,7 @@ class Explorer(widgets.VBox):
             return self._fail("Type some text to explain (the text box is empty).")
         self._set_status("Explaining…")
         try:
+            text, cut = self._fit(text)
             explanation = explain(
                 self._model, self._tokenizer, text, target=self.target, methods=self._methods
             )
@@ -188,10 +216,44 @@ class Explorer(widgets.VBox):
             return self._fail(f"cannot show this explanation: {_message(error)}")
         self._explanation = explanation
         self._error = ""
-        self._set_status(_summary(explanation))
+        self._set_status(_summary(explanation) + cut)
         return explanation
 
     # -- internals ----------------------------------------------------------------
+
+    def _fit(self, text: str) -> tuple[str, str]:
+        """The text to explain within :attr:`max_length`, and a note when it was cut.
+
+        Raises :class:`InputError` for a longer text unless ``truncation``. The
+        cut keeps the text up to the end of its last token that fits (the
+        tokenizer's character offsets), so the model sees the same first tokens.
+        """
+        limit = self._max_length
+        if limit is None:
+            return text, ""
+        ids = self._tokenizer(text, add_special_tokens=True, truncation=False)["input_ids"]
+        length = len(ids)
+        if length <= limit:
+            return text, ""
+        own = limit == self._limit  # the model's own limit, not a lower max_length
+        where = (
+            f"the model accepts at most {limit}"
+            if own
+            else f"this Explorer explains at most {limit} (max_length={limit}"
+            + (f"; the model accepts {self._limit})" if self._limit is not None else ")")
+        )
+        if not self._truncation:
+            raise InputError(
+                f"the text is {length} tokens long (special tokens included) but {where}; "
+                "shorten the text"
+                + ("" if own else ", raise max_length")
+                + f", or create the Explorer with truncation=True to explain its first {limit} "
+                "tokens."
+            )
+        return _cut(self._tokenizer, text, limit), (
+            f" The text is {length} tokens long: only its first {limit} are explained "
+            f"(truncation=True; {where})."
+        )
 
     def _fail(self, message: str) -> None:
         self._error = message
@@ -302,6 +364,39 @@ class Explorer(widgets.VBox):
 
 
 _TITLES = {"saliency": "Saliency", "flow": "Flow", "head": "Heads", "model": "Model"}
+
+
+def _check_max_length(value: Any, limit: int | None) -> int | None:
+    """``max_length`` checked against the model's own limit (None: that limit)."""
+    if value is None:
+        return limit
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"max_length={value!r} must be a positive number of tokens.")
+    if limit is not None and value > limit:
+        raise ValueError(
+            f"max_length={value} is more than the model accepts ({limit} tokens, its position "
+            f"embeddings); pass at most {limit}."
+        )
+    return int(value)
+
+
+def _cut(tokenizer: Any, text: str, limit: int) -> str:
+    """The start of ``text`` that tokenizes to its first ``limit`` tokens (special included)."""
+    try:
+        encoding = tokenizer(
+            text,
+            add_special_tokens=True,
+            truncation=True,
+            max_length=limit,
+            return_offsets_mapping=True,
+        )
+        ends = [end for start, end in encoding["offset_mapping"] if end > start]
+    except (NotImplementedError, TypeError, ValueError, KeyError):
+        ends = []  # a slow tokenizer gives no offsets
+    if ends:
+        return text[: max(ends)]
+    ids = tokenizer(text, add_special_tokens=True, truncation=True, max_length=limit)["input_ids"]
+    return str(tokenizer.decode(ids, skip_special_tokens=True))
 
 
 def _message(error: BaseException) -> str:
