@@ -212,3 +212,50 @@ def test_1000_tokens_render_in_reasonable_time(page_watch, solara_test, page_ses
     print(f"1,000 tokens x 5 methods: drawn {elapsed:.2f} s after display()")
     assert elapsed < 10.0
     page_watch.assert_clean()
+
+
+def test_flow_view_labels_use_the_word_range(page_watch, solara_test, page_session) -> None:
+    from attnwidget.views import FlowView
+
+    model, tokenizer = attnwidget.demo.load("sva-encoder")
+    text = next(iter(attnwidget.demo.sentences(1, seed=0))).text
+    exp = attnwidget.explain(model, tokenizer, text, methods=["rollout"])
+    special = np.isin(exp.input_ids, tokenizer.all_special_ids)
+    view = FlowView(exp)
+    display(view)
+    page = page_session
+    layers, flow = exp.num_layers, ".attnw-flow"
+    page.locator(f"{flow}[data-state=ready][data-selected='{layers}:0']").wait_for()
+    left = page.locator(f"{flow} .attnw-flow-left .attnw-flow-tok")
+    legend = page.locator(f"{flow} .attnw-flow-legend")
+
+    def expected_legend(selected: int) -> str:
+        values = np.array(
+            [float(left.nth(j).get_attribute("data-score")) for j in range(left.count())]
+        )
+        words = [j for j in range(len(values)) if not special[j] and j != selected]
+        return format_range(0, float(values[words].max()))
+
+    # The query CLS's own share dwarfs the words': it is left out of the range.
+    rollout = exp.scores["rollout"]
+    assert legend.text_content() == (
+        f"input rollout: {expected_legend(0)} (range over words; [SEP] and the selected token "
+        "excluded)"
+    )
+    words = [j for j in range(len(rollout)) if not special[j] and j != 0]
+    assert expected_legend(0) == format_range(0, float(rollout[words].max()))
+    assert "attnw-unscaled" in left.nth(0).get_attribute("class").split()
+    best = words[int(np.argmax(rollout[words]))]
+    assert "not in the colour range" not in left.nth(best).get_attribute("title")
+    assert format_number(float(rollout[best])) in left.nth(best).get_attribute("title")
+
+    # Python selects another top node: the range leaves that token out instead.
+    view.select(layers, 3)
+    page.locator(f"{flow}[data-state=ready][data-selected='{layers}:3']").wait_for()
+    page.locator(
+        f"{flow} .attnw-flow-left .attnw-flow-tok.attnw-unscaled[data-index='3']"
+    ).wait_for()
+    # [CLS] is still a special token: still drawn outside the range.
+    assert "attnw-unscaled" in left.nth(0).get_attribute("class").split()
+    assert legend.text_content().startswith(f"input rollout: {expected_legend(3)} (")
+    page_watch.assert_clean()
