@@ -62,3 +62,18 @@ def test_range_and_percent() -> None:
     assert format_range(-0.3, 0.3, middle=0.0) == f"{MINUS}0.3 … 0 … 0.3"
     assert format_percent(0.1234) == "12.3%"
     assert format_percent(1.0) == "100%"
+
+
+def test_view_strings_use_the_formatter() -> None:
+    """Numbers Python puts in a view's text read like the page's own."""
+    from attnwidget.explanation import Explanation
+    from attnwidget.views import FlowView, HeadView
+
+    rng = np.random.default_rng(0)
+    weights = rng.random((2, 2, 4, 4)).astype(np.float32)
+    exp = Explanation.from_attentions(weights / weights.sum(-1, keepdims=True), list("abcd"))
+    exp.target, exp.target_id = "rare", 1
+    exp.probabilities = np.array([0.99998766, 1.2345e-5], np.float32)
+    assert "(p = 1.23e-5)" in FlowView(exp).caption  # not 1.23e-05
+    message = HeadView._not_saved(int(1.5 * 2**20))["message"]
+    assert "the first 1.5 MiB of the attention" in message

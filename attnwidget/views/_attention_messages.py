@@ -14,6 +14,7 @@ from typing import Any
 from ._attention_data import EXPORT_BYTES, AttentionMatrix, AttentionSet
 from ._attention_wire import _attention_messages, _export_order
 from ._base import RecordedReply, _AttnWidget
+from ._format import format_number
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +91,8 @@ class _AttentionMessages(_AttnWidget):
             why = "this saved page cannot load attention it was not given"
         else:
             why = (
-                f"this saved page holds the first {budget / 2**20:.1f} MiB of the attention "
+                f"this saved page holds the first {format_number(budget / 2**20)} MiB of the "
+                "attention "
                 "(to_html(embed_bytes=...)); this part was left out. Save the view again "
                 "with a larger embed_bytes, or rerun the notebook to explore it"
             )

@@ -14,6 +14,7 @@ import traitlets
 from ..errors import TooLargeError, UnknownMethodError
 from ..explanation import Explanation
 from ..methods._graph import as_attention_array, fuse_heads
+from ._format import format_number
 from ._paths import get_path_method, path_methods, stack_explanation, stack_problem
 
 #: The largest input drawn (n rows of nodes; one float32 layer, 4 MiB, must fit a message).
@@ -138,7 +139,7 @@ def _caption(explanation: Explanation, stack: str) -> str:
         probs = explanation.probabilities
         if probs is not None and explanation.target_id is not None:
             if 0 <= explanation.target_id < probs.shape[-1]:
-                target += f" (p = {float(probs[explanation.target_id]):.3g})"
+                target += f" (p = {format_number(probs[explanation.target_id])})"
         parts.append(target)
     decoder = explanation.decoder_tokens
     q = explanation.query_index
