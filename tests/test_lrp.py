@@ -484,3 +484,13 @@ def test_chefer2021_paths_end_in_its_scores() -> None:
     top = np.clip(exp.attention_grads[-1] * unit[-1], 0, None).mean(0) + np.eye(len(exp.tokens))
     if start <= exp.num_layers - 1:
         assert np.allclose(maps[-1], top / top.sum(-1, keepdims=True), atol=1e-5)
+
+
+def test_mixture_of_experts_runs_its_eager_loop_during_the_pass() -> None:
+    """Mixtral's experts default to grouped_mm; the pass switches them to the eager loop
+    (F.linear per expert, the gated product, the routing weights), then back."""
+    model, _ = build("mixtral-lm")
+    assert model.config._experts_implementation == "grouped_mm"
+    with lrp_rules(model):
+        assert model.config._experts_implementation == "eager"
+    assert model.config._experts_implementation == "grouped_mm"

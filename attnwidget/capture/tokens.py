@@ -88,11 +88,29 @@ def max_length(model: Any, tokenizer: Any) -> int | None:
     if not limits:
         return None
     limit = min(limits)
-    # RoBERTa-style models reserve padding_idx + 1 positions.
-    if getattr(config, "model_type", "") in {"roberta", "xlm-roberta", "camembert"}:
-        pad = getattr(config, "pad_token_id", 1) or 1
-        limit = min(limit, getattr(config, "max_position_embeddings", limit) - pad - 1)
+    # RoBERTa-style models (XLM-R, CamemBERT, renamed copies) count positions
+    # from padding_idx + 1, so they reserve padding_idx + 1 rows.
+    reserved = _reserved_positions(model)
+    if reserved is None and getattr(config, "model_type", "") in _ROBERTA_TYPES:
+        reserved = (getattr(config, "pad_token_id", 1) or 1) + 1
+    if reserved:
+        limit = min(limit, getattr(config, "max_position_embeddings", limit) - reserved)
     return limit
+
+
+_ROBERTA_TYPES = {"roberta", "xlm-roberta", "camembert"}
+
+
+def _reserved_positions(model: Any) -> int | None:
+    """``padding_idx + 1`` of a learned position table with a padding row, else None."""
+    named = getattr(model, "named_modules", None)
+    if not callable(named):
+        return None
+    for name, module in named():
+        padding = getattr(module, "padding_idx", None)
+        if name.endswith("position_embeddings") and isinstance(padding, int):
+            return padding + 1
+    return None
 
 
 def encode(

@@ -24,7 +24,7 @@ from .families import Installer, install_rules, roles
 from .inline import InlineRules
 from .rules import DEFAULT_EPSILON
 
-register()
+register(required=False)  # transformers<5: attnwidget imports, LRP refuses models
 
 
 @dataclass

@@ -144,15 +144,17 @@ def _install(module: nn.Module, installer: Installer, rule: OutputRule | None) -
         state.suspended += 1
 
     def leave(mod: nn.Module, args: tuple[Any, ...], output: Any) -> Any:
-        try:
-            return None if rule is None else rule(mod, args, output)
+        try:  # output None: the module raised (always_call), nothing to rewrite
+            return None if rule is None or output is None else rule(mod, args, output)
         finally:
             state.suspended -= 1
             if state.stack and state.stack[-1] is module:
                 state.stack.pop()
 
+    # always_call: the stack and the suspension unwind even if the module raises
+    # and the model catches it (rules must not stay off for the rest of the pass)
     installer.handles.append(module.register_forward_pre_hook(enter))
-    installer.handles.append(module.register_forward_hook(leave))
+    installer.handles.append(module.register_forward_hook(leave, always_call=True))
 
 
 def _track(module: nn.Module, installer: Installer) -> None:
@@ -168,7 +170,7 @@ def _track(module: nn.Module, installer: Installer) -> None:
             state.stack.pop()
 
     installer.handles.append(module.register_forward_pre_hook(enter))
-    installer.handles.append(module.register_forward_hook(leave))
+    installer.handles.append(module.register_forward_hook(leave, always_call=True))
 
 
 def roles(model: nn.Module) -> dict[str, Role]:

@@ -216,9 +216,11 @@ class InlineRules(TorchFunctionMode):
         elif func in _ATTENTION and any(depends(v) for v in _operands(args, kwargs)):
             self._refuse(
                 func,
-                "softmax attention computed by the module itself instead of through "
-                "transformers' attention interface (ALL_ATTENTION_FUNCTIONS), so the "
-                "attention rules cannot be put in without replacing its code",
+                "a softmax of input-dependent values: softmax attention computed by the "
+                "module itself instead of through transformers' attention interface "
+                "(ALL_ATTENTION_FUNCTIONS), so the attention rules cannot be put in "
+                "without replacing its code (or a router written inline, whose weights "
+                "LRP would hold constant only in a module of its own)",
             )
         elif func in _NO_RULE and any(depends(v) for v in _operands(args, kwargs)):
             self._refuse(func, "a non-linear operation that has no LRP rule here")

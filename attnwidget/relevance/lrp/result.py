@@ -33,7 +33,8 @@ class LRPResult:
         logit_relevance: (L, H, n) relevance of the attention logits
             ``scaling · q_i·k_j`` summed over keys j (the softmax rule's input).
         layer_relevance: (L+1, n) relevance of the residual stream at the
-            input of each block (row l) and at the last block's output (row L).
+            input of each block (row l) and at the last block's output (row L);
+            NaN when the model keeps its blocks outside an ``nn.ModuleList``.
         target_score: the target logit y.
         epsilon: the ε used.
     """
@@ -114,6 +115,8 @@ def run_lrp(target_score: Any, *, epsilon: float = DEFAULT_EPSILON) -> LRPResult
         for probe in recorder.layers:
             value = probe.relevance()
             layers.append(np.zeros_like(token) if value is None else _np(value)[0])
+        if not layers:  # no block held in an nn.ModuleList: per-layer relevance unknown
+            layers = [np.full_like(token, np.nan)] * (run.attentions.shape[0] + 1)
         logits = [
             np.zeros(run.attentions.shape[1:3]) if r is None else _np(r)[0]
             for r in recorder.ledger.logit_relevance

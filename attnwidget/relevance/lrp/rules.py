@@ -25,10 +25,11 @@ of ``t`` is ``R_t = t ⊙ g_t``, then
   changed (see :mod:`.attention`). The rule is not conservative: the part
   ``Σ R_s − Σ R_x`` is absorbed by its bias.
 * **LayerNorm and RMSNorm, identity rule on the normaliser**: ``1/σ`` treated
-  as a constant, i.e. the standard deviation detached
-  (:func:`layer_norm_rule`, :func:`rms_norm_rule`); what remains,
+  as a constant, i.e. the standard deviation detached; what remains,
   ``γ ⊙ (x − mean)/σ + β``, is a linear map and gets the ε-rule on its output
-  like a linear layer (β is a bias).
+  like a linear layer (β is a bias). An RMSNorm ``c ⊙ x / rms(x)`` with rms
+  constant is diagonal, so its rule is the identity rule
+  (see :mod:`.families`, where both are installed).
 
 Every function here is an autograd-level building block with an identity (or
 value-preserving) forward, so a model patched with them computes exactly its
@@ -37,10 +38,7 @@ usual outputs (up to float rounding in the norms).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import torch
-from torch import nn
 from torch.autograd import Function
 
 #: Default ε of the ε-rule (linear layers and norms).
@@ -123,43 +121,3 @@ def identity_rule(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     where x is exactly 0 the gradient is 0, as that unit carries no relevance.
     """
     return _IdentityRule.apply(x, y.detach())
-
-
-def layer_norm_rule(module: nn.LayerNorm, x: torch.Tensor) -> torch.Tensor:
-    """``module(x)`` recomputed with the standard deviation detached.
-
-    ``y = (x − mean(x)) / σ · γ + β`` with ``σ`` a constant is linear in x,
-    so gradient × input gives the z-rule on the centring map, and β (a bias)
-    keeps its share. Only the last dimension may be normalised.
-    """
-    if len(module.normalized_shape) != 1:
-        raise NotImplementedError("LayerNorm over more than the last dimension has no LRP rule.")
-    centred = x - x.mean(dim=-1, keepdim=True)
-    std = (centred.pow(2).mean(dim=-1, keepdim=True) + module.eps).sqrt().detach()
-    y = centred / std
-    if module.weight is not None:
-        y = y * module.weight
-    if module.bias is not None:
-        y = y + module.bias
-    return y
-
-
-def rms_norm_rule(module: nn.Module, x: torch.Tensor) -> torch.Tensor:
-    """Llama-style RMSNorm ``weight · x / rms(x)`` recomputed with rms detached.
-
-    Follows the stock forward (statistics in float32, or float64 for a
-    float64 model, cast back, then the weight); the module needs ``weight``
-    and ``variance_epsilon`` (or ``eps``).
-    """
-    epsilon = getattr(module, "variance_epsilon", None)
-    if epsilon is None:
-        epsilon = module.eps
-    dtype = x.dtype
-    wide = x.to(torch.promote_types(dtype, torch.float32))
-    scale = torch.rsqrt(wide.pow(2).mean(dim=-1, keepdim=True) + epsilon).detach()
-    return module.weight * (wide * scale).to(dtype)
-
-
-def apply_identity(fn: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor) -> torch.Tensor:
-    """``fn(x)`` with the identity rule: convenience for functional activations."""
-    return identity_rule(x, fn(x))
