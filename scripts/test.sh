@@ -24,3 +24,28 @@ echo "== js unit tests"
 (cd js && npm test --silent)
 echo "== pytest"
 python -m pytest -q -p no:cacheprovider "$@"
+
+# The oldest transformers the package declares (pyproject.toml's floor; a
+# test checks the two agree), in a second environment: the package imports,
+# captures and computes every method but LRP/chefer2021 (which need
+# transformers' AttentionInterface; their tests skip with that reason). torch
+# comes from constraints.txt, the package from this checkout (python -m
+# pytest puts it first on the path). Reused when it already holds that version;
+# ATTNWIDGET_SKIP_OLDEST=1 leaves the step out (e.g. while iterating locally).
+OLDEST_TRANSFORMERS=4.45.2
+OLDEST_TESTS=(
+  tests/test_versions.py tests/test_capture.py tests/test_methods.py tests/test_flow.py
+  tests/test_grad_modes.py tests/test_threads.py tests/test_demo.py
+)
+if [ "${ATTNWIDGET_SKIP_OLDEST:-0}" = 1 ]; then exit 0; fi
+echo "== pytest, oldest transformers ($OLDEST_TRANSFORMERS), core tests"
+SECONDS=0
+if ! .venv-oldest/bin/python -c "import sys, transformers; sys.exit(transformers.__version__ != '$OLDEST_TRANSFORMERS')" 2>/dev/null; then
+  python -m venv --clear .venv-oldest
+  .venv-oldest/bin/python -m pip install --quiet --upgrade pip
+  .venv-oldest/bin/python -m pip install --quiet -c constraints.txt \
+    "transformers==$OLDEST_TRANSFORMERS" torch numpy scipy pytest networkx
+fi
+PYTHONPATH=tests .venv-oldest/bin/python -m pytest -q -rs -p no:cacheprovider -p test_versions \
+  "${OLDEST_TESTS[@]}"
+echo "oldest-transformers step: ${SECONDS}s"

@@ -27,17 +27,21 @@ import attnwidget
 from attnwidget import demo
 from attnwidget.capture import attention_implementation, capture_ready
 from attnwidget.errors import ModelNotSupportedError
+from attnwidget.relevance.lrp.attention import register
 
-METHODS = [
+CORE_METHODS = [
     "raw",
     "rollout",
     "grad_attention",
     "input_x_gradient",
     "integrated_gradients",
     "blank_out",
-    "lrp",
-    "chefer2021",
 ]
+# LRP and chefer2021 need transformers' AttentionInterface (see test_versions).
+LRP_METHODS = ["lrp", "chefer2021"]
+HAS_LRP = register(required=False)
+METHODS = CORE_METHODS + LRP_METHODS if HAS_LRP else CORE_METHODS
+NO_LRP = "LRP and chefer2021 need transformers.AttentionInterface (transformers>=5.0)"
 TEXT = "the keys to the cabinet are"
 MODES: dict[str, Callable[[], Any]] = {
     "no_grad": torch.no_grad,
@@ -56,7 +60,10 @@ def _reference(name: str, text: str) -> dict[str, np.ndarray]:
     """Logits, attention and input × gradient of the predicted target, by hand."""
     model, tokenizer = _load(name)
     model.eval()
-    model.set_attn_implementation("eager")
+    if hasattr(model, "set_attn_implementation"):
+        model.set_attn_implementation("eager")
+    # (older transformers pick the attention class when the model is built;
+    # their SDPA classes compute eager attention when asked for the weights)
     encoding = tokenizer(text, return_tensors="pt")
     kwargs = {"attention_mask": encoding["attention_mask"]}
     if "token_type_ids" in encoding:
@@ -100,17 +107,27 @@ def _assert_same_state(before: dict[str, Any], model: torch.nn.Module) -> None:
         assert torch.equal(value, after["weights"][key]), key
 
 
+@pytest.mark.parametrize(
+    "methods",
+    [
+        pytest.param(CORE_METHODS, id="core"),
+        pytest.param(LRP_METHODS, id="lrp", marks=pytest.mark.skipif(not HAS_LRP, reason=NO_LRP)),
+    ],
+)
 @pytest.mark.parametrize("name", ["bert-cls", "gpt2-lm", "sva-encoder", "sva-causal"])
-def test_every_method_works_inside_no_grad_and_inference_mode(name: str) -> None:
+def test_every_method_works_inside_no_grad_and_inference_mode(
+    name: str, methods: list[str]
+) -> None:
     model, tokenizer = _load(name)
     model.train()  # the caller's mode, restored afterwards
     before = _state(model)
     reference = _reference(name, TEXT)
-    normal = attnwidget.explain(model, tokenizer, TEXT, methods=METHODS)
+    methods = list(dict.fromkeys([*methods, "input_x_gradient"]))  # the reference checks it
+    normal = attnwidget.explain(model, tokenizer, TEXT, methods=methods)
     for mode in ("no_grad", "inference_mode"):
         context, inference = MODES[mode], mode == "inference_mode"
         with context():
-            explanation = attnwidget.explain(model, tokenizer, TEXT, methods=METHODS)
+            explanation = attnwidget.explain(model, tokenizer, TEXT, methods=methods)
             # The caller's grad mode is the same after the call.
             assert not torch.is_grad_enabled(), mode
             assert torch.is_inference_mode_enabled() == inference, mode
@@ -126,7 +143,7 @@ def test_every_method_works_inside_no_grad_and_inference_mode(name: str) -> None
             atol=1e-6,
         )
         # ...and every method's scores exactly those of a call in plain grad mode.
-        for method in METHODS:
+        for method in methods:
             np.testing.assert_array_equal(
                 explanation.scores[method], normal.scores[method], err_msg=f"{mode} {method}"
             )
@@ -147,13 +164,45 @@ def test_a_batch_of_texts_inside_inference_mode() -> None:
         )
 
 
+def _plain_backward_works(name: str) -> bool:
+    """Whether torch itself can differentiate the model loaded inside inference_mode.
+
+    A second copy, loaded the same way, run as explain() runs it (eval, eager
+    attention, frozen parameters, the tokenizer's inputs, attention weights
+    returned), with no attnwidget code.
+    """
+    with torch.inference_mode():
+        model, tokenizer = demo.load(name, attn_implementation="eager")
+    model.requires_grad_(False)
+    encoding = dict(tokenizer(TEXT, return_tensors="pt"))
+    embeds = model.get_input_embeddings()(encoding.pop("input_ids")).detach()
+    embeds.requires_grad_(True)
+    try:
+        out = model(inputs_embeds=embeds, output_attentions=True, **encoding)
+        torch.autograd.grad(out.logits.sum(), [embeds])
+    except RuntimeError as error:
+        assert "inference tensor" in str(error).lower(), error
+        return False
+    return True
+
+
 @pytest.mark.parametrize("name", ["sva-encoder", "sva-causal"])
-def test_a_model_loaded_inside_inference_mode_is_explained(name: str) -> None:
-    # from_pretrained under inference_mode: the buffers (position ids, token
-    # type ids) are inference tensors; autograd never saves them here, so the
-    # model can be explained, with the scores of a normally loaded model.
+def test_a_model_loaded_inside_inference_mode(name: str) -> None:
+    # from_pretrained under inference_mode keeps normal parameters but makes
+    # the buffers (position ids, token type ids, on some versions a causal
+    # mask) inference tensors. Where autograd never saves them the model is
+    # explained with the scores of a normally loaded model; where it must
+    # (torch says so below) explain() refuses clearly and changes nothing.
     with torch.inference_mode():
         model, tokenizer = demo.load(name)
+    assert any(b.is_inference() for b in model.buffers()) or not list(model.buffers())
+    before = _state(model)
+    if not _plain_backward_works(name):
+        # (older transformers also make the parameters inference tensors)
+        with pytest.raises(ModelNotSupportedError, match=r"is an inference tensor.*cannot save"):
+            attnwidget.explain(model, tokenizer, TEXT, methods=["raw"])
+        _assert_same_state(before, model)
+        return
     normal_model, _ = demo.load(name)
     expected = attnwidget.explain(normal_model, tokenizer, TEXT, methods=METHODS)
     for context in (contextlib.nullcontext, torch.inference_mode):
@@ -161,6 +210,7 @@ def test_a_model_loaded_inside_inference_mode_is_explained(name: str) -> None:
             explanation = attnwidget.explain(model, tokenizer, TEXT, methods=METHODS)
         for method in METHODS:
             np.testing.assert_array_equal(explanation.scores[method], expected.scores[method])
+    _assert_same_state(before, model)
 
 
 @pytest.mark.parametrize("mode", ["plain", *MODES])
