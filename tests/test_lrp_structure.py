@@ -256,3 +256,39 @@ def test_a_renamed_copy_gets_the_same_relevance(family: str) -> None:
     assert plain["target_score"] == copy["target_score"]
     for key in ("input_relevance", "layer_relevance", "attention_relevance"):
         assert np.array_equal(plain[key], copy[key]), key
+
+
+class TwoInputs(nn.Module):
+    """A leaf the probe cannot call with one tensor: checked as it runs."""
+
+    def forward(self, x: torch.Tensor, power: float) -> torch.Tensor:
+        return x.pow(power)
+
+
+class UsesTwoInputs(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = nn.Linear(4, 4)
+        self.odd = TwoInputs()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.odd(self.proj(x), 2.0)
+
+
+def test_a_leaf_the_probe_cannot_call_is_checked_as_it_runs() -> None:
+    model = UsesTwoInputs()
+    assert roles(model)["odd"].kind == "open"
+    with pytest.raises(ModelNotSupportedError, match=r"odd \(TwoInputs\): it runs .*pow"):
+        relevance(model, torch.randn(2, 4), torch.randn(2, 4))
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_roles_are_the_same_in_half_precision(dtype: torch.dtype) -> None:
+    from test_lrp import LRP_FAMILIES
+    from tiny_models import build
+
+    for family in LRP_FAMILIES:
+        model, _ = build(family)
+        full = {path: role.kind for path, role in roles(model).items()}
+        half = {path: role.kind for path, role in roles(model.to(dtype)).items()}
+        assert half == full, family
