@@ -195,7 +195,10 @@ def test_token_text_is_never_markup(page_watch, solara_test, page_session) -> No
 
 def test_512_tokens_render_and_load_lazily(page_watch, solara_test, page_session) -> None:
     n = 512
-    explanation = Explanation(tokens=[f"w{i}" for i in range(n)], attentions=peaked(3, 12, n))
+    # Half of each query's attention on itself: at 512 tokens peaked() alone
+    # spreads every weight under the minimum visible one (0.02).
+    attentions = 0.5 * peaked(3, 12, n) + 0.5 * np.eye(n, dtype=np.float32)
+    explanation = Explanation(tokens=[f"w{i}" for i in range(n)], attentions=attentions)
     head = HeadView(explanation)
     model = ModelView(explanation)
     assert {c["layer"] for c in head.preload_index} == {0}  # the rest comes on request
@@ -293,10 +296,12 @@ def test_exported_pages_work_without_a_kernel(tmp_path, browser) -> None:
 
 
 def visible_lines(weights: np.ndarray) -> int:
-    """Lines a focused query draws in one head: keys whose float16 weight reaches
-    one 8-bit alpha step (attention_layout.ts alphaLevel)."""
+    """Lines a focused query draws in one head: keys whose float16 weight, on
+    the line curve's 1/4096 steps, reaches the minimum visible weight
+    (attention_layout.ts lineCurve: CURVE_STEPS, MIN_WEIGHT)."""
     wire = np.asarray(weights, dtype=np.float16).astype(np.float64)
-    return int((np.round(wire * 255) >= 1).sum())
+    steps = 4096
+    return int((np.floor(wire * steps + 0.5) / steps >= 0.02).sum())
 
 
 def wait_lines(page: Any, scope: str, count: int) -> None:

@@ -17,6 +17,7 @@ import {
   bucketStrong,
   cutoffFromCounts,
   levelCounts,
+  MIN_WEIGHT,
   rowHeightFor,
   stripLayout,
   type Focus,
@@ -26,6 +27,7 @@ import {
 } from "./attention_layout";
 import { nearestLine, weightText } from "./attention_tooltip";
 import { clear, displayToken, h } from "./dom";
+import { formatNumber } from "./format";
 import { DRAW_ALL_EVENT } from "./snapshot";
 
 export interface PanelHead {
@@ -277,6 +279,8 @@ export class LinePanel {
     }
     let drawn = 0;
     const [x0, x1] = this.lineEnds();
+    // Test hooks: where lines start and end, the row height, a head's strip block width.
+    Object.assign(this.canvas.dataset, { x0: String(x0), x1: String(x1), row: String(row), perHead: String(this.strip.perHead) });
     data.heads.forEach((head, k) => {
       ctx.strokeStyle = head.color;
       drawn += strokeLines(ctx, buckets[k]!, cutoff, x0, x1, y, y);
@@ -286,10 +290,15 @@ export class LinePanel {
     ctx.globalAlpha = 1;
     this.el.dataset.lines = String(drawn);
     this.el.dataset.hidden = String(total - drawn);
+    // An empty panel would look broken: say why nothing is drawn.
     this.note.textContent =
       total > drawn
         ? `Showing the ${drawn} strongest of ${total} visible lines (opacity ≥ ${cutoff}/255); hover a token to see all of its lines.`
-        : "";
+        : total === 0
+          ? focus
+            ? `No link of this token reaches a weight of ${formatNumber(MIN_WEIGHT)}; the strips show its weights.`
+            : `No link reaches a weight of ${formatNumber(MIN_WEIGHT)} here; hover a token to see its weights.`
+          : "";
   }
 
   /** Where lines start and end (CSS px): inside the strips. */
