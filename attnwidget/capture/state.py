@@ -11,7 +11,9 @@ One model is one piece of shared state: capture switches its attention
 implementation and LRP installs hooks on it, so two threads explaining the same
 model at once would see each other's changes. :func:`capture_ready` therefore
 holds a re-entrant lock per model (:func:`model_lock`) for its whole body;
-different models do not wait for each other.
+different models do not wait for each other. attnwidget never holds two
+models' locks at once; code that nests ``capture_ready`` of two models must
+take them in the same order in every thread, as with any two locks.
 """
 
 from __future__ import annotations
