@@ -203,8 +203,17 @@ class InlineNorm(nn.Module):
 
 
 def test_inline_operation_without_a_rule_is_refused_naming_the_module() -> None:
+    module = InlineNorm()
     with pytest.raises(ModelNotSupportedError, match=r"InlineNorm \(InlineNorm\): it runs"):
-        relevance(InlineNorm(), torch.randn(2, 4), torch.randn(2, 4))
+        relevance(module, torch.randn(2, 4), torch.randn(2, 4))
+    assert not any(m._forward_hooks or m._forward_pre_hooks for m in module.modules())
+    assert torch._C._len_torch_function_stack() == 0  # the mode is off again
+
+
+def test_a_layer_norm_over_two_dimensions_is_refused_naming_it() -> None:
+    model = nn.Sequential(nn.Linear(4, 4), nn.LayerNorm((2, 2)))
+    with pytest.raises(ModelNotSupportedError, match=r"1 \(LayerNorm\) normalises over more"):
+        roles(model)
 
 
 # ---- a renamed copy of a supported architecture ------------------------------------
