@@ -49,14 +49,18 @@ class HeadView(_AttentionView):
     """Attention of one layer as lines between two columns of tokens.
 
     Each token on the left (a query) has a line to every token on the right
-    (a key) it attends to, with opacity by weight and one colour per head
-    (weights are divided by the number of heads shown, as in bertviz, so
-    overlapping heads add up to at most full opacity). Lines fainter than
-    one 8-bit alpha step are not drawn.
+    (a key) it attends to, one colour per head. Opacity and width follow the
+    weight on a perceptual curve (not bertviz's weight / heads shown, which
+    leaves even strong links faint at 12 heads): links under a weight of 0.02
+    are not drawn, strong ones are near opaque and thicker. Head colours are
+    chosen for 3:1 contrast on light and on dark backgrounds.
 
     In the page: choose the layer; click a head's coloured box to toggle it,
     double-click to show only it (again: all heads); hover a token to see only
-    its lines; click a token to pin it (sets :attr:`selected_token`); for
+    its lines and, beside the other column, a strip of blocks per token, one
+    per head, opacity by weight; hover a line or a block to read its weight
+    (query → key, weight, head); click a token to pin it (sets
+    :attr:`selected_token`); for
     sentence pairs, filter to A->A, B->B, A->B or B->A; for encoder–decoder
     models, switch between encoder, decoder and cross attention. Causal
     attention shows the keys a pinned query cannot see (later tokens) dimmed.

@@ -60,7 +60,11 @@ class ModelView(_AttentionView):
     """All layers and heads at once: a grid of small line drawings.
 
     Row l, column h is head h of layer l, drawn like :class:`HeadView` at
-    thumbnail size. Click a thumbnail to enlarge it (sets :attr:`layer` and
+    thumbnail size, under "Heads" and "Layers" axis titles; hovering a
+    thumbnail names its head and the weight of the line under the pointer
+    (pooled beyond 48 tokens, and said so). The enlarged head stays beside
+    the grid, which scrolls when both do not fit; hovering its lines shows
+    their weights. Click a thumbnail to enlarge it (sets :attr:`layer` and
     :attr:`head`; click it again or × to close); hover a token in the
     enlarged view to see only its lines, click a query token to pin it (sets
     :attr:`selected_token`; click it again or Esc to unpin, ↑/↓ move it; Esc
