@@ -15,6 +15,7 @@ from .errors import (
     AttentionRowSumWarning,
     AttentionShapeError,
     AttnWidgetError,
+    ConvergenceWarning,
     InputError,
     ModelNotSupportedError,
     NonFiniteError,
@@ -39,7 +40,6 @@ from .methods import (
     register,
 )
 from .methods.chefer2021 import chefer2021
-from .methods.gradients import ConvergenceWarning
 from .methods.lrp import lrp
 from .methods.rollout import rollout
 

@@ -45,3 +45,7 @@ class AttentionRowSumWarning(UserWarning):
 
 class TruncationWarning(UserWarning):
     """The input was truncated to the model's maximum length."""
+
+
+class ConvergenceWarning(UserWarning):
+    """Integrated gradients hit ``max_steps`` with the completeness gap above tolerance."""

@@ -16,7 +16,7 @@ import torch
 
 import attnwidget
 from attnwidget import demo
-from attnwidget.methods.gradients import ConvergenceWarning
+from attnwidget.errors import ConvergenceWarning
 
 X = np.array([[1.3, -2.1, 0.4], [2.8, 0.9, -1.7]])
 

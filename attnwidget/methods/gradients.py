@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError, NonFiniteError
+from ..errors import ConvergenceWarning, InputError, NonFiniteError
 from .options import AT_LEAST_ONE, Option
 from .registry import ScoreContext, register
 
@@ -21,10 +21,6 @@ START_STEPS = 16
 DEFAULT_MAX_STEPS = 512
 #: Default relative completeness tolerance (1 %).
 DEFAULT_TOLERANCE = 0.01
-
-
-class ConvergenceWarning(UserWarning):
-    """Integrated gradients hit ``max_steps`` with the completeness gap above tolerance."""
 
 
 def input_x_gradient(embeddings: np.ndarray, gradients: np.ndarray) -> np.ndarray:
