@@ -144,7 +144,7 @@ def test_quickstart_page_draws_every_view_offline(quickstart: Run, open_page: An
     # shows that final state, as the live notebook would.
     assert views.first.get_attribute("data-selected") not in (None, "-1")
     # Clicks work in the page.
-    views.last.locator(".attnw-tok").nth(1).click()
+    views.last.locator('.attnw-tok[data-index="1"]').first.click()
     assert views.last.get_attribute("data-selected") == "1"
     assert page.locator(".attnw-toolbar").count() == blocks
     watch.assert_clean()
