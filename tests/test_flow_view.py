@@ -195,6 +195,28 @@ def test_compute_grad_attention_and_lrp_match_the_explanation() -> None:
     assert np.allclose(roll["nodes"][0], exp.scores["rollout"], atol=1e-6)
 
 
+def test_per_selection_says_which_methods_ignore_the_selection() -> None:
+    """The reply's per_selection is false exactly for the methods whose paths are
+    the same at every node (the page's status line then says so, as their note does)."""
+    exp = encoder_explanation()
+    view = FlowView(exp)
+    layers, n = exp.num_layers, len(exp.tokens)
+    nodes = [(layers, exp.query_index), (2, 1), (0, n - 1)]
+    for method in view.methods:
+        replies = [ask(view, method, layer, token) for layer, token in nodes]
+        same = all(
+            np.array_equal(r["nodes"], replies[0]["nodes"])
+            and np.array_equal(r["edges"], replies[0]["edges"])
+            for r in replies[1:]
+        )
+        assert {r["per_selection"] for r in replies} == {not same}, method
+        if not same:
+            continue
+        # The note under the diagram says the same thing as the status line will.
+        assert "does not depend on the selection" in replies[0]["note"]
+    assert [m for m in view.methods if not ask(view, m, *nodes[1])["per_selection"]] == ["lrp"]
+
+
 def test_message_handler_progress_stale_and_errors(monkeypatch: pytest.MonkeyPatch) -> None:
     view = FlowView(Explanation.from_attentions(peaked(4, 2, 6), list("abcdef")))
     sent: list[tuple[dict[str, Any], list[Any]]] = []

@@ -10,13 +10,17 @@ tests decode it.
   str, "layer": int, "token": int}``; kernel → page, while it works,
   ``{"type": "progress", "id", "done", "total"}`` (at most ~7 a second), then
   ``{"type": "paths", "id", "version", "method", "layer", "token", "shape":
-  [L, n], "counts": [L ints], "signed", "note", "floor", "dropped"}`` with
+  [L, n], "counts": [L ints], "signed", "note", "floor", "dropped",
+  "per_selection"}`` with
   four buffers: ``nodes`` float32 (L+1, n); edge ``index`` uint32 (E,) (``i·n +
   j`` of the edge ``(l, i) → (l−1, j)``, grouped by edge layer l = 1 … L as
   ``counts`` says); edge ``value`` float32 (E,); ``totals`` float32 (L,) the
   sum of |contribution| of each edge layer (of all edges, also those left
   out). Edges below ``floor`` × their layer's total are left out (``dropped``
   counts them) so that no reply exceeds :data:`MAX_MESSAGE_BYTES`.
+  ``per_selection`` is false for methods whose paths are the same for every
+  selected node (:data:`SELECTION_FREE`): the page's status line then says
+  so instead of describing paths from the selection.
 - page → kernel ``{"type": "request", "version", "layer": l}`` (0-based
   attention layer); kernel → page ``{"type": "layer", "version", "layer": l}``
   with the float32 (n, n) ``W`` of that layer as its buffer.
@@ -52,6 +56,11 @@ log = logging.getLogger(__name__)
 EDGE_FLOOR = 1e-6
 #: At most this many path edges per reply (8 bytes each).
 MAX_PATH_EDGES = (MAX_MESSAGE_BYTES - 2**20) // 8
+#: Path methods whose paths do not depend on the selected node: lrp explains the
+#: target (AttnLRP's relevance of every attention weight), whichever node is
+#: selected (attnwidget.views._paths, "lrp"). tests/test_flow_view.py checks
+#: that exactly these give the same paths at every node.
+SELECTION_FREE: frozenset[str] = frozenset({"lrp"})
 #: Seconds between two progress messages.
 PROGRESS_INTERVAL = 0.15
 #: The bytes of attention a saved page (``to_html``) embeds at most.
@@ -100,6 +109,7 @@ class PathsReply(TypedDict):
     floor: float
     dropped: int
     dtype: str
+    per_selection: bool
 
 
 class LayerReply(TypedDict):
@@ -281,6 +291,7 @@ def encode_paths(
         "floor": floor,
         "dropped": int((magnitude > 0).sum() - counts.sum()),
         "dtype": "float32",
+        "per_selection": result.method not in SELECTION_FREE,
     }
     buffers = [
         encode_array(result.nodes, "float32")[0],

@@ -7,7 +7,7 @@ import { css, formatFloat32, gradient, textColorFor } from "./colors";
 import { formatNumber } from "./format";
 import { displayToken, h, styleElement } from "./dom";
 import styles from "./flow.css";
-import type { FlowGeometry, PathData } from "./flow_paths";
+import { nodeX, type FlowGeometry, type PathData } from "./flow_paths";
 import type { FlowData, Selection } from "./flow_store";
 import type { FlowStack } from "./flow_types";
 import { coverageText, rangeText, scoreRange, type ScoreRange } from "./score_range";
@@ -36,6 +36,8 @@ export interface FlowElements {
   canvasBg: HTMLCanvasElement;
   canvas: HTMLCanvasElement;
   tip: HTMLElement;
+  /** The layer numbers over the columns; sticky, so they stay in sight while a long input scrolls. */
+  header: HTMLElement;
   note: HTMLElement;
   status: HTMLElement;
 }
@@ -73,7 +75,8 @@ export function buildFlowElements(): FlowElements {
   const canvasBg = h("canvas", { className: "attnw-flow-canvas attnw-flow-canvas-bg", attrs: { "aria-hidden": "true" } });
   const canvas = h("canvas", { className: "attnw-flow-canvas attnw-flow-canvas-paths", attrs: { role: "img", "aria-label": "Flow diagram" } });
   const tip = h("div", { className: "attnw-flow-tip", attrs: { hidden: true, role: "tooltip" } });
-  const plot = h("div", { className: "attnw-flow-plot" }, [canvasBg, canvas, tip]);
+  const header = h("div", { className: "attnw-flow-header", attrs: { "aria-hidden": "true" } });
+  const plot = h("div", { className: "attnw-flow-plot" }, [header, canvasBg, canvas, tip]);
   const body = h("div", { className: "attnw-flow-body" }, [leftLabels, plot, rightLabels]);
   const scroller = h("div", { className: "attnw-flow-scroll" }, [body]);
   const note = h("div", { className: "attnw-flow-note" });
@@ -81,7 +84,7 @@ export function buildFlowElements(): FlowElements {
   root.append(styleElement(baseStyles), styleElement(styles), controls, caption, scroller, note, status);
   return {
     root, methodSelect, stackSelect, stackControl, slider, sliderText, legend, legendBar, legendText,
-    progress, progressBar, progressText, caption, leftLabels, rightLabels, canvasBg, canvas, tip, note, status,
+    progress, progressBar, progressText, caption, leftLabels, rightLabels, canvasBg, canvas, tip, header, note, status,
   };
 }
 
@@ -93,11 +96,22 @@ export function buildLabels(e: FlowElements, data: FlowData, g: FlowGeometry): v
       className: "attnw-flow-tok",
       text: displayToken(tokens[i]!),
       attrs: { "data-layer": layer, "data-index": i, role: "button", title: `${layer === 0 ? "Input" : "Top"} #${i} ${JSON.stringify(tokens[i])}` },
-      style: { height: `${g.rowHeight}px`, "line-height": `${g.rowHeight}px` },
+      // One row per token: the label's box is the row less a 1 px margin above
+      // and below (flow.css), so neighbouring coloured labels never touch.
+      style: { height: `${g.rowHeight - 2}px`, "line-height": `${g.rowHeight - 2}px` },
     });
   e.leftLabels.replaceChildren(...tokens.map((_, i) => make(0, i)));
   e.rightLabels.replaceChildren(...tokens.map((_, i) => make(layers, i)));
   for (const column of [e.leftLabels, e.rightLabels]) column.style.paddingTop = `${g.header}px`;
+  // The header covers the canvas's own layer numbers (kept there for the PNG/SVG downloads).
+  e.header.style.width = `${g.width}px`;
+  e.header.style.height = `${g.header}px`;
+  e.header.style.marginBottom = `${-g.header}px`;
+  e.header.replaceChildren(
+    ...Array.from({ length: layers + 1 }, (_, l) =>
+      h("span", { text: l === 0 ? "in" : String(l), style: { left: `${nodeX(g, l)}px` } }),
+    ),
+  );
 }
 
 /**

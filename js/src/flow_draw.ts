@@ -8,6 +8,9 @@
 import { formatNumber } from "./format";
 import {
   bucketByLevel,
+  contextBudget,
+  contextFade,
+  CONTEXT_LINES_PER_TOKEN,
   edgesAbove,
   lineStyle,
   LEVELS,
@@ -123,12 +126,15 @@ export class FlowPainter {
     const key = JSON.stringify([data.version, threshold, fg, data.adjusted.filter(Boolean).length, g.width, g.height, globalThis.devicePixelRatio]);
     if (key === this.backgroundKey) return null;
     this.backgroundKey = key;
-    // Keep the line count drawable: above MAX_LINES only the strongest are drawn.
+    // Keep the line count drawable, and long inputs readable (contextBudget):
+    // above the budget only the strongest are drawn.
     const maps = data.adjusted.filter((m): m is Float32Array => m !== undefined);
-    const cut = strongestCut(maps, threshold, MAX_LINES);
+    const budget = contextBudget(n, layers, MAX_LINES);
+    const cut = strongestCut(maps, threshold, budget);
+    const why = budget < MAX_LINES ? ` (at most ${CONTEXT_LINES_PER_TOKEN} per token and layer for ${n.toLocaleString("en")} tokens)` : "";
     this.backgroundNote =
       cut.kept < cut.candidates
-        ? `Showing the ${cut.kept.toLocaleString("en")} strongest of ${cut.candidates.toLocaleString("en")} lines with Â ≥ ${formatNumber(threshold)} (Â ≥ ${formatNumber(cut.threshold)}); raise the threshold to see fewer.`
+        ? `Showing the ${cut.kept.toLocaleString("en")} strongest of ${cut.candidates.toLocaleString("en")} lines with Â ≥ ${formatNumber(threshold)}${why} (Â ≥ ${formatNumber(cut.threshold)}); raise the threshold to see fewer.`
         : "";
     const ctx = sizeCanvas(this.background, g);
     this.drawn.edges = [];
@@ -138,7 +144,7 @@ export class FlowPainter {
       const flats = weights ? edgesAbove(weights, Math.max(cut.threshold, 1e-9)) : new Uint32Array(0);
       this.drawn.edges.push(flats);
       count += flats.length;
-      if (ctx && weights) strokeBuckets(ctx, g, l, n, bucketByLevel(flats, (k) => weights[flats[k] as number] as number, cut.threshold), "edge", () => fg);
+      if (ctx && weights) strokeBuckets(ctx, g, l, n, bucketByLevel(flats, (k) => weights[flats[k] as number] as number, cut.threshold), "edge", () => fg, contextFade(n));
     }
     if (ctx) {
       ctx.fillStyle = fg;
@@ -239,6 +245,7 @@ function strokeBuckets(
   buckets: Buckets,
   kind: "edge" | "path",
   color: (negative: boolean) => string,
+  fade = 1,
 ): void {
   const x0 = nodeX(g, layer - 1);
   const x1 = nodeX(g, layer);
@@ -246,7 +253,7 @@ function strokeBuckets(
     const start = buckets.starts[level]!;
     const stop = buckets.starts[level + 1]!;
     if (start === stop) continue;
-    const { width, alpha } = lineStyle(level, kind);
+    const { width, alpha } = lineStyle(level, kind, fade);
     ctx.lineWidth = width;
     ctx.globalAlpha = alpha;
     for (const negative of [false, true]) {

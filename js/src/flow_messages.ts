@@ -57,6 +57,8 @@ export interface PathsReply {
   dropped: number;
   /** The buffers' float type (always "float32"; the index is uint32). */
   dtype: "float32";
+  /** False when the paths are the same for every selected node (lrp explains the target). */
+  per_selection: boolean;
 }
 
 /** kernel -> page: one layer's float32 (n, n) W as the single buffer. */

@@ -146,6 +146,8 @@ export interface PathData {
   edges: EdgeLayer[];
   note: string;
   source: "page" | "kernel";
+  /** False when the paths are the same whichever node is selected (lrp: they explain the target). */
+  perSelection: boolean;
 }
 
 /** Edges whose |value| is at most this share of their layer's total are dropped (as in Python). */
@@ -184,6 +186,7 @@ export function toPathData(
     nodes: Float32Array.from(dense.nodes),
     edges: dense.edges.map((e) => sparsify(e)),
     source: "page",
+    perSelection: true,
   };
 }
 
@@ -218,6 +221,8 @@ export function decodePathsReply(meta: PathsReply, buffers: readonly Binary[]): 
     edges,
     note: String(meta.note ?? ""),
     source: "kernel",
+    // Absent (an older kernel): paths from the selection, as before.
+    perSelection: meta.per_selection !== false,
   };
 }
 
@@ -238,11 +243,19 @@ export interface FlowGeometry {
   height: number;
 }
 
-/** Row height that keeps labels readable: 20 px for short inputs, down to 12 px for long ones. */
+/** Inputs up to this many tokens get roomy 20 px rows. */
+export const ROOMY_TOKENS = 40;
+/**
+ * The smallest row height (CSS px): a 12 px label with a 1 px gap above and
+ * below, so coloured labels never touch. Longer inputs scroll (the diagram
+ * sits in a scroll box) instead of shrinking their rows: at 12 px rows, 300
+ * tokens gave touching labels that were hard to read and to click.
+ */
+export const MIN_ROW_HEIGHT = 16;
+
+/** Row height: 20 px for short inputs, MIN_ROW_HEIGHT for the rest (they scroll). */
 export function rowHeightFor(n: number): number {
-  if (n <= 40) return 20;
-  if (n <= 160) return 16;
-  return 12;
+  return n <= ROOMY_TOKENS ? 20 : MIN_ROW_HEIGHT;
 }
 
 export function flowGeometry(layers: number, n: number, options: { width?: number } = {}): FlowGeometry {
@@ -317,10 +330,38 @@ export function levelOf(strength: number, threshold: number): number {
   return Math.max(1, Math.min(LEVELS, Math.ceil(strength * LEVELS)));
 }
 
-/** Line width and opacity of a level: both grow with the strength. */
-export function lineStyle(level: number, kind: "edge" | "path"): { width: number; alpha: number } {
+/**
+ * How much the weakest context lines (the attention graph behind the paths)
+ * are faded for an input of n tokens: 1 up to ROOMY_TOKENS, then
+ * √(ROOMY_TOKENS / n). Many weak lines crossing hundreds of rows add up to a
+ * grey curtain; fading only the weak end keeps the strong lines as they were.
+ */
+export function contextFade(n: number): number {
+  return n <= ROOMY_TOKENS ? 1 : Math.sqrt(ROOMY_TOKENS / n);
+}
+
+/**
+ * Line width and opacity of a level: both grow with the strength. `fade`
+ * (contextFade) scales the part of a context line's opacity that every line
+ * gets whatever its weight, so weak lines fade and strong ones stay.
+ */
+export function lineStyle(level: number, kind: "edge" | "path", fade = 1): { width: number; alpha: number } {
   const t = level / LEVELS;
-  return kind === "edge" ? { width: 0.6 + 2.4 * t, alpha: 0.12 + 0.5 * t } : { width: 1 + 7 * t, alpha: 0.35 + 0.6 * t };
+  return kind === "edge" ? { width: 0.6 + 2.4 * t, alpha: 0.12 * fade + 0.5 * t } : { width: 1 + 7 * t, alpha: 0.35 + 0.6 * t };
+}
+
+/** Context lines drawn per token and edge layer, on average, above ROOMY_TOKENS tokens. */
+export const CONTEXT_LINES_PER_TOKEN = 3;
+
+/**
+ * How many context lines to draw at most: `max` (what a canvas draws in
+ * time) for short inputs; above ROOMY_TOKENS tokens also at most
+ * CONTEXT_LINES_PER_TOKEN per token and edge layer (the strongest), so the
+ * graph stays a set of lines one can follow instead of a texture.
+ */
+export function contextBudget(n: number, layers: number, max: number): number {
+  if (n <= ROOMY_TOKENS) return max;
+  return Math.min(max, Math.max(1, CONTEXT_LINES_PER_TOKEN * n * layers));
 }
 
 /** Lines of one edge layer grouped by level: `items[starts[k] … starts[k+1])` hold level k's flat indices. */

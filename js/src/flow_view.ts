@@ -34,9 +34,10 @@ import { microtaskScheduler, saveTraits } from "./dom";
 import { FlowPainter } from "./flow_draw";
 import { buildFlowElements, buildLabels, paintLabels, syncControls } from "./flow_dom";
 import { receive } from "./flow_messages";
-import { flowGeometry, nodeAt, type FlowGeometry } from "./flow_paths";
+import { flowGeometry, nodeAt, nodeX, nodeY, type FlowGeometry } from "./flow_paths";
 import { FlowStore, pathKey, type Selection } from "./flow_store";
-import { describeNode, describeSelection, HINT, hoverText } from "./flow_text";
+import { describeStatus } from "./flow_status";
+import { describeNode, HINT, hoverText } from "./flow_text";
 import type { FlowStack, FlowTraits } from "./flow_types";
 import { watchHostTheme } from "./host_theme";
 import { LocalModel } from "./localmodel";
@@ -56,6 +57,7 @@ export function renderFlowView({ model, el }: { model: Model; el: HTMLElement })
   const e = buildFlowElements();
   const { root, canvas, status } = e;
   el.appendChild(root);
+  const scroller = root.querySelector<HTMLElement>(".attnw-flow-scroll");
 
   /** A saved page (exported HTML): no kernel answers requests. */
   const offline = model instanceof LocalModel;
@@ -67,6 +69,8 @@ export function renderFlowView({ model, el }: { model: Model; el: HTMLElement })
 
   const selection = (): Selection => ({ layer: model.get("selected_layer") ?? 0, token: model.get("selected_token") ?? -1 });
   const localMethods = (): string[] => model.get("local_methods") ?? [];
+  /** The status line for the selection and the paths shown for it. */
+  const statusText = (): string => describeStatus(store.data, selection(), store.paths, model.get("query_index") ?? -1);
 
   const loadData = (): void => {
     const requests = store.load({
@@ -110,12 +114,39 @@ export function renderFlowView({ model, el }: { model: Model; el: HTMLElement })
     root.dataset.selected = sel.token >= 0 ? `${sel.layer}:${sel.token}` : "";
     root.dataset.method = model.get("method") ?? "";
     paintLabels(e, data, store.paths, sel, model.get("query_index") ?? -1);
+    reveal(sel);
+  };
+
+  /**
+   * Scroll a new selection into sight (a long input scrolls: 300 tokens are
+   * ~5,000 px of rows). Only when the selection changed and its node is out
+   * of sight, so a click on a visible row never moves the diagram.
+   */
+  let revealed = "";
+  const reveal = (sel: Selection): void => {
+    const key = sel.token >= 0 ? `${sel.layer}:${sel.token}` : "";
+    if (key === revealed || !geometry) return;
+    revealed = key;
+    if (!key || !scroller) return;
+    const box = scroller.getBoundingClientRect();
+    if (box.height === 0) return; // not shown (e.g. a hidden tab)
+    const at = canvas.getBoundingClientRect();
+    const y = at.top - box.top + scroller.scrollTop + nodeY(geometry, sel.token);
+    const x = at.left - box.left + scroller.scrollLeft + nodeX(geometry, sel.layer);
+    const half = geometry.rowHeight;
+    // The sticky layer numbers cover the top `header` px of the box.
+    if (y - half < scroller.scrollTop + geometry.header || y + half > scroller.scrollTop + scroller.clientHeight) {
+      scroller.scrollTop = Math.max(0, y - scroller.clientHeight / 2);
+    }
+    if (x - 20 < scroller.scrollLeft || x + 20 > scroller.scrollLeft + scroller.clientWidth) {
+      scroller.scrollLeft = Math.max(0, x - scroller.clientWidth / 2);
+    }
   };
 
   const finish = (): void => {
     store.error = "";
     setState("ready");
-    status.textContent = describeSelection(store.data, selection());
+    status.textContent = statusText();
     draw();
   };
 
@@ -264,7 +295,7 @@ export function renderFlowView({ model, el }: { model: Model; el: HTMLElement })
         e.tip.style.top = `${y + 14}px`;
         status.textContent = text;
       } else {
-        status.textContent = describeSelection(store.data, selection());
+        status.textContent = statusText();
       }
       canvas.style.cursor = geometry && nodeAt(geometry, x, y) ? "pointer" : "default";
     });
@@ -272,7 +303,7 @@ export function renderFlowView({ model, el }: { model: Model; el: HTMLElement })
   const onLeave = (): void => {
     lastMove = null;
     e.tip.hidden = true;
-    if (!store.inflight) status.textContent = describeSelection(store.data, selection());
+    if (!store.inflight) status.textContent = statusText();
   };
 
   const onKey = (event: KeyboardEvent): void => {

@@ -45,7 +45,7 @@ const request: Names<LayerRequest> = { type: true, version: true, layer: true };
 const progress: Names<ProgressReply> = { type: true, id: true, done: true, total: true };
 const paths: Names<PathsReply> = {
   type: true, id: true, version: true, method: true, layer: true, token: true, shape: true, counts: true,
-  signed: true, note: true, floor: true, dropped: true, dtype: true,
+  signed: true, note: true, floor: true, dropped: true, dtype: true, per_selection: true,
 };
 const layer: Names<LayerReply> = { type: true, version: true, layer: true };
 const stale: Names<StaleReply> = { type: true, id: true, version: true };

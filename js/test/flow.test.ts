@@ -3,12 +3,17 @@ import { describe, test } from "node:test";
 
 import {
   bucketByLevel,
+  contextBudget,
+  contextFade,
+  CONTEXT_LINES_PER_TOKEN,
   decodePathsReply,
   edgeLayerAt,
   edgesAbove,
   flowGeometry,
   levelOf,
   LEVELS,
+  lineStyle,
+  MIN_ROW_HEIGHT,
   nearestEdge,
   nodeAt,
   nodeX,
@@ -120,7 +125,7 @@ describe("sparse edges and kernel replies", () => {
     const totals = new Float32Array([0.5, 1]);
     const meta: PathsReply = {
       type: "paths", id: 1, version: 1, method: "flow", layer: 2, token: 0, shape: [2, 2],
-      counts: [1, 2], signed: false, note: "n", floor: 1e-6, dropped: 0, dtype: "float32",
+      counts: [1, 2], signed: false, note: "n", floor: 1e-6, dropped: 0, dtype: "float32", per_selection: true,
     };
     const data = decodePathsReply(meta, [new DataView(nodes.buffer), new DataView(index.buffer), new DataView(values.buffer), new DataView(totals.buffer)]);
     assert.equal(data.layers, 2);
@@ -128,6 +133,8 @@ describe("sparse edges and kernel replies", () => {
     assert.deepEqual(Array.from(data.edges[1]!.index), [0, 3]);
     close(data.edges[1]!.value, [0.25, 0.75]);
     assert.equal(data.edges[1]!.total, 1);
+    assert.equal(data.perSelection, true);
+    assert.equal(decodePathsReply({ ...meta, per_selection: false }, [nodes, index, values, totals]).perSelection, false);
     assert.throws(() => decodePathsReply({ ...meta, counts: [1, 1] }, [nodes, index, values, totals]), RangeError);
     assert.throws(() => decodePathsReply(meta, [nodes, new Uint32Array([9, 0, 3]), values, totals]), RangeError);
   });
@@ -149,10 +156,13 @@ describe("sparse edges and kernel replies", () => {
 describe("geometry and hit testing", () => {
   const g = flowGeometry(4, 10);
 
-  test("row height shrinks with long inputs, width with layers", () => {
+  test("row height shrinks with long inputs down to a readable minimum, width with layers", () => {
     assert.equal(rowHeightFor(30), 20);
     assert.equal(rowHeightFor(128), 16);
-    assert.equal(rowHeightFor(512), 12);
+    // Long inputs keep readable rows and scroll: never below 16 px (12 px labels, 1 px gaps).
+    assert.equal(MIN_ROW_HEIGHT, 16);
+    for (const n of [41, 300, 1024]) assert.equal(rowHeightFor(n), MIN_ROW_HEIGHT);
+    assert.equal(flowGeometry(6, 300).height, 18 + 300 * 16);
     assert.equal(g.height, g.header + 10 * g.rowHeight);
     assert.equal(g.width, 2 * g.pad + 4 * g.colGap);
     assert.ok(flowGeometry(12, 128).colGap >= 44);
@@ -173,6 +183,30 @@ describe("geometry and hit testing", () => {
     assert.equal(nearestEdge(g, [flat, 0], x, y)?.flat, flat);
     assert.equal(nearestEdge(g, [0], x, y), null);
     assert.equal(edgeLayerAt(g, nodeX(g, 4) + 5), null);
+  });
+});
+
+describe("context lines of long inputs", () => {
+  test("weak context lines fade with the input's length, strong ones stay", () => {
+    assert.equal(contextFade(10), 1);
+    assert.equal(contextFade(40), 1);
+    assert.ok(Math.abs(contextFade(160) - 0.5) < 1e-12);
+    assert.ok(contextFade(300) < contextFade(100));
+    const weak = (fade: number) => lineStyle(1, "edge", fade).alpha;
+    const strong = (fade: number) => lineStyle(LEVELS, "edge", fade).alpha;
+    // The weakest line loses most of its opacity at 300 tokens, the strongest little.
+    assert.ok(weak(contextFade(300)) < 0.55 * weak(1));
+    assert.ok(strong(contextFade(300)) > 0.85 * strong(1));
+    assert.deepEqual(lineStyle(3, "edge"), lineStyle(3, "edge", 1));
+    // Widths, and path lines, do not change.
+    assert.equal(lineStyle(5, "edge", 0.2).width, lineStyle(5, "edge").width);
+    assert.deepEqual(lineStyle(5, "path", 0.2), lineStyle(5, "path"));
+  });
+
+  test("the line budget is per token and layer above the roomy size", () => {
+    assert.equal(contextBudget(40, 12, 24000), 24000);
+    assert.equal(contextBudget(300, 6, 24000), CONTEXT_LINES_PER_TOKEN * 300 * 6);
+    assert.equal(contextBudget(1024, 24, 24000), 24000); // the canvas limit still holds
   });
 });
 

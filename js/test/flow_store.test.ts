@@ -8,6 +8,7 @@ import { describe, test } from "node:test";
 import { receive, type PathsReply } from "../src/flow_messages";
 import { CACHE_SIZE, FlowStore, pathKey, type DataTraits } from "../src/flow_store";
 import { flowGeometry, nodeX, nodeY } from "../src/flow_paths";
+import { describeStatus } from "../src/flow_status";
 import { describeSelection, HINT, hoverText } from "../src/flow_text";
 import paths from "./fixtures/paths.json";
 
@@ -179,6 +180,21 @@ describe("flow_text", () => {
     const text = describeSelection(store.data, { layer: 1, token: 2 });
     assert.match(text, /^Selected layer 1 #2 "c"\. Down: .* Up: /);
     assert.doesNotMatch(describeSelection(store.data, { layer: 2, token: 0 }), /Up:/);
+  });
+
+  test("the status line agrees with paths that do not depend on the selection", () => {
+    const store = loaded();
+    const sel = { layer: 2, token: 1 };
+    const paths = store.computeLocal("rollout", sel, false, "k");
+    // Paths from the selection: described as such.
+    assert.equal(describeStatus(store.data, sel, paths, 0), describeSelection(store.data, sel));
+    // The same for every selection (lrp): says so, names the target's query, no "Down:"/"Up:".
+    const fixed = { ...paths, method: "lrp", perSelection: false };
+    const text = describeStatus(store.data, sel, fixed, 0);
+    assert.match(text, /^lrp is the same for every selection: it explains the target at query #0 "a"/);
+    assert.match(text, /Selected top layer #1 "b"\.$/);
+    assert.doesNotMatch(text, /Down:|Up:/);
+    assert.equal(describeStatus(store.data, { layer: 2, token: -1 }, fixed, 0), HINT);
   });
 });
 
