@@ -89,7 +89,7 @@ def solve_direct(
     sink_caps = np.atleast_2d(np.asarray(sink_caps, dtype=np.float64))
     count, n = source_caps.shape
     inner = [np.asarray(m, dtype=np.float64) for m in inner]
-    full = _Reversed(inner, n)
+    full = _Reversed(inner, n, tol=tol)
     value, error = np.zeros(count), np.zeros(count)
     ok = np.zeros(count, dtype=bool)
     base = [_strongest(m, KEEP) for m in inner] if chains is not None else []
@@ -105,7 +105,7 @@ def solve_direct(
                 mask[tokens, :] = True
                 mask[:, tokens] = True
                 masks.append(mask & (matrix > 0))
-            sub = _Reversed(inner, n, masks)
+            sub = _Reversed(inner, n, masks, tol=tol)
             found, err, good, side = sub.solve(src, snk)
             if good:
                 left_out = _price(inner, src, snk, side) - found
@@ -157,9 +157,14 @@ class _Reversed:
     """
 
     def __init__(
-        self, inner: list[np.ndarray], n: int, masks: list[np.ndarray] | None = None
+        self,
+        inner: list[np.ndarray],
+        n: int,
+        masks: list[np.ndarray] | None = None,
+        tol: float = 1e-10,
     ) -> None:
         depth = len(inner) + 1
+        self.tol = tol
         self.n, self.depth = n, depth
         self.num_nodes = 2 + depth * n
         last = self.num_nodes - 1
@@ -212,7 +217,13 @@ class _Reversed:
         real[pos[:n]] = sink_caps
         real[pos[self.source_slots]] = source_caps
         spare = real - flow.data * (1.0 / SCALE)
-        value, error, ok, side = _tight(self.num_nodes, (row_of, indices), spare, caps, pos)
+        arcs = (row_of, indices)
+        value, error, ok, side = _tight(self.num_nodes, arcs, spare, caps, pos)
+        if not ok:  # value is a cut's price: solve again for the little that is left
+            lower = float(result.flow_value) / SCALE
+            upper = min(value, float(sink_caps.sum()), float(source_caps.sum()))
+            value, error, side = _refine(flow, arcs, spare, caps, pos, lower, upper)
+            ok = error <= self.tol
         return value, error, ok, side[1:-1].reshape(self.depth, n)
 
     def _where(self, flow: csr_array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -239,6 +250,9 @@ def _tight(
 ) -> tuple[float, float, bool, np.ndarray]:
     """Find a cut next to the flow, prove the flow fills it: (value, error, ok, side).
 
+    Without a proof (``ok`` False), ``value`` is the least price of the cuts
+    tried: still an upper bound.
+
     D: the nodes reached from the source over arcs with ``spare ≥``
     :data:`THRESHOLDS` (each in turn); U: the nodes that reach the sink over such arcs (they
     are disjoint: such a path would be an integer augmenting path). Two cuts
@@ -252,22 +266,60 @@ def _tight(
     capacities.
     """
     tails, heads = arcs  # tails ascending
+    price = np.inf
     for threshold in THRESHOLDS:
         usable = spare >= threshold
         down = _reach(num_nodes, tails, heads, usable, start=0)
-        if down[-1]:
-            return 0.0, 0.0, False, down  # not a maximum flow (cannot happen with scipy's)
+        if down[-1]:  # a path with that much spare: no cut at this threshold
+            continue
         up = _reach(num_nodes, tails, heads, usable, start=num_nodes - 1, backwards=True)
         for side in (down, ~up):
             leaving = side[tails] & ~side[heads]
             short = leaving & (spare > 0)
             # 1e-15 covers the float64 round-off of each spare (≤ 1) and of Δ.
             fits = float(spare[short].sum()) + 1e-15 <= threshold
+            mine = leaving[pos]
+            price = min(price, float(caps[mine].sum()))
             if fits and down[tails[short]].all() and up[heads[short]].all():
-                mine = leaving[pos]
                 error = float(np.count_nonzero(mine)) * 2.0**-53  # round-off of the price
                 return float(caps[mine].sum()), error, True, side
-    return 0.0, 0.0, False, down
+    return price, 0.0, False, down
+
+
+def _refine(
+    flow: csr_array,
+    arcs: tuple[np.ndarray, np.ndarray],
+    spare: np.ndarray,
+    caps: np.ndarray,
+    pos: np.ndarray,
+    lower: float,
+    upper: float,
+) -> tuple[float, float, np.ndarray]:
+    """Second solve on the residual graph of a flow of value ``lower``: (value, error, side).
+
+    ``upper`` (a cut's price) bounds the maximum, so what is left, G = upper −
+    lower, is found in the residual graph with each arc's spare clipped to G
+    (a flow of value ≤ G never needs more on one arc) and scaled by 2**30/G,
+    rounded down: its resolution is G·2**-30 per arc instead of 2**-30. The
+    new integer residual graph's cut, priced in float64, is the upper bound;
+    ``error`` = upper − lower after the solve.
+    """
+    num_nodes = flow.shape[0]
+    tails, heads = arcs
+    gap = upper - lower
+    if gap <= 0.0:
+        return upper, max(gap, 0.0), np.zeros(num_nodes, dtype=bool)
+    scale = SCALE / gap
+    data = np.floor(np.clip(spare, 0.0, gap) * scale).astype(np.int32)
+    graph = csr_array((data, flow.indices, flow.indptr), shape=flow.shape)
+    result = maximum_flow(graph, 0, num_nodes - 1, method="dinic")
+    net = result.flow.data[arc_positions(result.flow, tails, heads)]
+    lower += float(result.flow_value) / scale
+    side = _reach(num_nodes, tails, heads, data.astype(np.int64) - net > 0, start=0)
+    mine = (side[tails] & ~side[heads])[pos]
+    upper = min(upper, float(caps[mine].sum()))
+    rounding = float(np.count_nonzero(mine)) * 2.0**-53
+    return upper, max(upper - lower, 0.0) + rounding, side
 
 
 def _reach(
