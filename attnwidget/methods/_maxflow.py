@@ -1,5 +1,10 @@
 """Exact maximum flows on pruned attention-flow graphs, many at a time, certified.
 
+Part of attention flow (Abnar & Zuidema, ACL 2020). The union graph lives in
+:mod:`._maxflow_union`, the stage-1 certificates in :mod:`._maxflow_cert`;
+:mod:`._flow_direct` solves hard problems one at a time, and leaves to
+:func:`solve` only those it cannot certify.
+
 One problem of :func:`attnwidget.methods.flow.attention_flow`, pruned to what
 its source can reach, is: source → n nodes of node layer T−1 → … → n nodes of
 node layer 1 → sink, with float capacities ≤ 1 (``inner[t]`` between node
@@ -34,7 +39,9 @@ larger values silently), so we solve in stages:
    float64 along widest paths of the downward residual graph: if every edge
    that lacks something is reached by a path whose spare capacity is ≥ the
    whole missing amount Δ, sending them all puts ≤ Δ on any edge, so the
-   flow reaches τ exactly, which proves the maximum is τ.
+   flow reaches τ exactly, which proves the maximum is τ. Else the same
+   argument on stage 1's own min cut (:func:`._maxflow_cert.saturate_cut`):
+   if the losses on its edges can be routed that way, its price is exact.
 3. Otherwise the rest (at most the bound ``G`` above) is found in the
    residual graph with residual capacities clipped to G (a flow of value ≤ G
    never needs more on one edge) and scaled by ``2**30/G``, rounded down
