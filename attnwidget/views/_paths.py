@@ -354,60 +354,12 @@ def _max_flow_edges(
 ) -> tuple[float, list[np.ndarray]]:
     """One maximum flow from ``source`` (top node layer) to ``sink`` (bottom) and its edge flows.
 
-    ``stack`` lists the capacity matrices of the edge layers from the top down:
-    ``stack[0][source, k]`` are the source's edges, ``stack[-1][k, sink]`` the
-    sink's. Returns ``(value, flows)``, ``flows[d]`` (n, n) on ``stack[d]``'s edges.
+    The methods layer's extractor (:func:`attnwidget.methods._flow_edges.max_flow_edges`),
+    the same that the exact solver reads scipy's results with.
     """
-    n = stack[0].shape[-1]
-    flows = [np.zeros((n, n)) for _ in stack]
-    if len(stack) == 1:  # one edge
-        value = float(stack[0][source, sink])
-        flows[0][source, sink] = value
-        return value, flows
-    if len(stack) == 2:  # disjoint two-edge paths source → k → sink
-        through = np.minimum(stack[0][source], stack[1][:, sink])
-        flows[0][source] = through
-        flows[1][:, sink] = through
-        return float(through.sum()), flows
-    del flows
-    # Node ids: 0 = source, 1 + d·n + k = node k of the d-th inner node layer
-    # from the top, last = sink. Capacities rounded DOWN: the flow stays feasible.
-    inner = len(stack) - 1
-    sink_id = 1 + inner * n
-    tails, heads, caps = [], [], []
-    ks = np.arange(n)
-    tails.append(np.zeros(n, dtype=np.int64))
-    heads.append(1 + ks)
-    caps.append(stack[0][source])
-    for d in range(1, inner):
-        i, k = np.nonzero(stack[d] > 0)
-        tails.append(1 + (d - 1) * n + i)
-        heads.append(1 + d * n + k)
-        caps.append(stack[d][i, k])
-    tails.append(1 + (inner - 1) * n + ks)
-    heads.append(np.full(n, sink_id, dtype=np.int64))
-    caps.append(stack[-1][:, sink])
-    tail = np.concatenate(tails)
-    head = np.concatenate(heads)
-    cap = np.floor(np.concatenate(caps) * FLOW_SCALE).astype(np.int32)
-    keep = cap > 0
-    size = sink_id + 1
-    graph = coo_array((cap[keep], (tail[keep], head[keep])), shape=(size, size)).tocsr()
-    result = maximum_flow(graph, 0, sink_id, method="dinic")
-    flow = result.flow.tocoo()
-    positive = flow.data > 0  # every edge points down, so these are the forward arcs
-    rows, cols = flow.row[positive], flow.col[positive]
-    amounts = flow.data[positive] / FLOW_SCALE
-    out = np.zeros((len(stack), n, n))
-    from_source = rows == 0
-    out[0, source, cols[from_source] - 1] = amounts[from_source]
-    into_sink = cols == sink_id
-    out[-1, (rows[into_sink] - 1) % n, sink] = amounts[into_sink]
-    middle = ~from_source & ~into_sink
-    # The tail's inner node layer d links to d + 1 through stack[d + 1].
-    tails_m, heads_m = rows[middle] - 1, cols[middle] - 1
-    out[tails_m // n + 1, tails_m % n, heads_m % n] = amounts[middle]
-    return float(result.flow_value) / FLOW_SCALE, list(out)
+    from ..methods._flow_edges import max_flow_edges  # views import methods, never the reverse
+
+    return max_flow_edges(stack, source, sink)
 
 
 def lrp_paths(details: dict[str, Any], scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
