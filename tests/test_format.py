@@ -77,3 +77,19 @@ def test_view_strings_use_the_formatter() -> None:
     assert "(p = 1.23e-5)" in FlowView(exp).caption  # not 1.23e-05
     message = HeadView._not_saved(int(1.5 * 2**20))["message"]
     assert "the first 1.5 MiB of the attention" in message
+
+
+def test_explorer_strings_use_the_formatter() -> None:
+    """The Explorer's target choices and status line read like the views' numbers."""
+    from attnwidget import demo
+    from attnwidget.views import Explorer
+
+    model, tokenizer = demo.load("sva-causal")
+    explorer = Explorer(model, tokenizer, "the keys to the cabinet")
+    probs = np.asarray(explorer.explanation.probabilities)
+    tokens = [(label, v) for label, v in explorer.target_picker.options if isinstance(v, int)]
+    assert tokens, "the causal LM offers its top next tokens"
+    for label, token_id in tokens:
+        assert label.endswith(f"(p = {format_number(probs[token_id])})"), label
+    p = probs[explorer.explanation.target_id]
+    assert f"(p = {format_number(p)}):" in explorer.status.value

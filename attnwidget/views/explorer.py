@@ -30,6 +30,7 @@ from ..capture.tokens import max_length as model_max_length
 from ..errors import InputError
 from ..explain import DEFAULT_METHODS, explain
 from ..explanation import Explanation
+from ._format import format_number
 from .flow_view import FlowView
 from .saliency import SaliencyView
 
@@ -308,7 +309,7 @@ class Explorer(widgets.VBox):
             probs = np.asarray(explanation.probabilities)
             for token_id in np.argsort(-probs, kind="stable")[:TOP_TOKENS]:
                 token = self._tokenizer.convert_ids_to_tokens(int(token_id))
-                options.append((f"{token} (p = {probs[token_id]:.3g})", int(token_id)))
+                options.append((f"{token} (p = {format_number(probs[token_id])})", int(token_id)))
         if extra is not None and extra not in [value for _, value in options]:
             options.append((str(extra), extra))
         return options
@@ -413,6 +414,6 @@ def _summary(explanation: Explanation) -> str:
         p = ""
         if probs is not None and explanation.target_id is not None:
             if 0 <= explanation.target_id < probs.shape[-1]:
-                p = f" (p = {float(probs[explanation.target_id]):.3g})"
+                p = f" (p = {format_number(probs[explanation.target_id])})"
         text = f"Explaining target {target!r}{p}: {text}."
     return text
