@@ -14,8 +14,10 @@ import numpy as np
 import pytest
 import torch
 
+from attnwidget.explanation import Explanation
 from attnwidget.views import HeadView, ModelView, head_view, model_view
 from attnwidget.views._attention import WIRE_ATOL, WIRE_RTOL
+from attnwidget.views._standalone import REPLY_ATTRIBUTE
 from attnwidget.views.compat import prettify
 
 L, H, N = 4, 6, 7
@@ -203,6 +205,12 @@ def test_html_action_return_gives_a_self_contained_page(no_display: list[Any]) -
         assert isinstance(html, HTML)
         assert "data-attnwidget-state" in html.data and "data-attnwidget-bundle" in html.data
         assert "cdnjs" not in html.data and "require.js" not in html.data
+        # The layers (HeadView) or heads (ModelView) the page will ask for are
+        # in it too, as in to_html(): the fragment has no kernel to ask.
+        exp = Explanation(tokens=TOKENS, attentions=np.stack([a[0].numpy() for a in attention]))
+        view = (HeadView if function is head_view else ModelView)(exp)
+        expected = view.to_html().count(REPLY_ATTRIBUTE)
+        assert expected > 0 and html.data.count(REPLY_ATTRIBUTE) == expected, function.__name__
     assert no_display == []  # 'return' displays nothing
 
 

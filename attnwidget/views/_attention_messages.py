@@ -54,6 +54,19 @@ class _AttentionMessages(_AttnWidget):
         finally:
             self._export_budget = 0
 
+    def _embeddable(self, embed_bytes: int = EXPORT_BYTES) -> str:
+        """This view as an HTML fragment (``_standalone.embeddable``) holding the
+        same recorded attention as :meth:`to_html` with ``embed_bytes``: the
+        fragment has no kernel either, so without it every layer or head the
+        page asks for would be missing."""
+        from ._standalone import embeddable
+
+        self._export_budget = int(embed_bytes)
+        try:
+            return embeddable(self)
+        finally:
+            self._export_budget = 0
+
     #: What one page request asks for: a whole "layer" (HeadView) or one "head" (ModelView).
     _request_unit = "layer"
 

@@ -314,9 +314,8 @@ def _finish(view: HeadView | ModelView, html_action: str) -> Any:
         # Self-contained (bundle and attention inline, no CDN), like bertviz's
         # HTML but working offline; a fragment, not a page: it is displayed
         # inside the notebook's page, where a page's CSP <meta> is an error.
-        from ._standalone import embeddable
-
-        html = HTML(embeddable(view))
+        # It records the attention the page asks for, as to_html() does.
+        html = HTML(view._embeddable())
         view.close()  # never displayed: free the kernel-side comm
         return html
     from IPython.display import display
