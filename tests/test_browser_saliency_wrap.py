@@ -258,4 +258,11 @@ def test_flow_view_labels_use_the_word_range(page_watch, solara_test, page_sessi
     # [CLS] is still a special token: still drawn outside the range.
     assert "attnw-unscaled" in left.nth(0).get_attribute("class").split()
     assert legend.text_content().startswith(f"input rollout: {expected_legend(3)} (")
+
+    # Python includes every token: no label is left out, the range is the max of all.
+    view.scale = "all"
+    legend.filter(has_text="range over all tokens").wait_for()
+    assert page.locator(f"{flow} .attnw-flow-left .attnw-unscaled").count() == 0
+    values = [float(left.nth(j).get_attribute("data-score")) for j in range(left.count())]
+    assert legend.text_content().startswith(f"input rollout: {format_range(0, max(values))} (")
     page_watch.assert_clean()

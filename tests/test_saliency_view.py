@@ -233,3 +233,15 @@ def test_scale_defaults_to_words_and_is_validated(explanation: Explanation) -> N
     with pytest.raises(traitlets.TraitError, match="'everything' is not a colour range"):
         SaliencyView(explanation, scale="everything")
     assert "scale='words'" in repr(SaliencyView(explanation))
+
+
+def test_flow_view_scale_is_validated_the_same_way(explanation: Explanation) -> None:
+    from attnwidget.views import FlowView
+
+    view = FlowView(explanation)
+    assert view.scale == "words" and "scale" in view.keys
+    view.scale = "all"
+    with pytest.raises(traitlets.TraitError, match=r"FlowView\.scale='some' is not a colour range"):
+        view.scale = "some"
+    assert view.scale == "all"
+    assert FlowView(explanation, scale="all").scale == "all"

@@ -61,6 +61,9 @@ trait                 type         meaning
 ``selected_token``    int          selected token, -1 for none (synced)
 ``threshold``         float        edges (Â) and path shares below it are not
                                    drawn, 0 … 1 (synced)
+``scale``             str          what sets the label colours' range:
+                                   "words" (special tokens and the selected
+                                   token drawn but left out) or "all" (synced)
 ====================  ===========  ===========================================
 
 Custom messages (``compute``, ``progress``, ``paths``, ``request``, ``layer``,
@@ -100,6 +103,7 @@ from ._flow_stack import (
     prepare_stack,
 )
 from ._paths import PathResult, compute_paths, get_path_method, stacks
+from .saliency import check_scale
 
 #: Kept importable from here (tests and users import them from this module).
 __all__ = [
@@ -194,6 +198,10 @@ class FlowView(_FlowMessages):
     """The selected token position, -1 for no selection."""
     threshold = traitlets.Float(0.02).tag(sync=True)
     """Edges with ``Â < threshold`` and paths with a smaller share are not drawn."""
+    scale = traitlets.Unicode("words").tag(sync=True)
+    """What sets the token labels' colour range: "words" (default: special tokens
+    and the selected token, whose own share dwarfs the others, are drawn but
+    left out) or "all"."""
 
     def __init__(
         self,
@@ -410,6 +418,10 @@ class FlowView(_FlowMessages):
         if self._committing or pending is None or pending.stack != change["new"]:
             return
         self._commit(pending, keep_selection=False)
+
+    @traitlets.validate("scale")
+    def _validate_scale(self, proposal: dict[str, Any]) -> str:
+        return check_scale("FlowView", proposal["value"])
 
     @traitlets.validate("method")
     def _validate_method(self, proposal: dict[str, Any]) -> str:

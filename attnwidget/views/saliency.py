@@ -166,14 +166,7 @@ class SaliencyView(_AttnWidget):
 
     @traitlets.validate("scale")
     def _validate_scale(self, proposal: dict[str, Any]) -> str:
-        value = proposal["value"]
-        if value not in SCALES:
-            raise traitlets.TraitError(
-                f"SaliencyView.scale={value!r} is not a colour range; use one of "
-                + ", ".join(map(repr, SCALES))
-                + " (words: special tokens and the query do not set the range)."
-            )
-        return str(value)
+        return check_scale("SaliencyView", proposal["value"])
 
     @traitlets.validate("selected_token")
     def _validate_selected_token(self, proposal: dict[str, Any]) -> int:
@@ -194,6 +187,17 @@ class SaliencyView(_AttnWidget):
             f"SaliencyView(n={len(self.tokens)}, methods={list(self.methods)}, "
             f"scale={self.scale!r}, selected_token={self.selected_token})"
         )
+
+
+def check_scale(view: str, value: Any) -> str:
+    """A ``scale`` trait's value ("words" or "all"), or a TraitError naming it."""
+    if value not in SCALES:
+        raise traitlets.TraitError(
+            f"{view}.scale={value!r} is not a colour range; use one of "
+            + ", ".join(map(repr, SCALES))
+            + " (words: special tokens and the query do not set the range)."
+        )
+    return str(value)
 
 
 def _choose_methods(explanation: Explanation, methods: str | Sequence[str] | None) -> list[str]:

@@ -10,7 +10,7 @@ import styles from "./flow.css";
 import { nodeX, type FlowGeometry, type PathData } from "./flow_paths";
 import type { FlowData, Selection } from "./flow_store";
 import type { FlowStack } from "./flow_types";
-import { coverageText, rangeText, scoreRange, type ScoreRange } from "./score_range";
+import { coverageText, rangeText, scoreRange, type ScaleMode, type ScoreRange } from "./score_range";
 import baseStyles from "./styles.css";
 
 /** The stack picker's labels (the trait's values are the keys). */
@@ -121,10 +121,10 @@ export function buildLabels(e: FlowElements, data: FlowData, g: FlowGeometry): v
  * itself, whose own share (its residual path) dwarfs every other, are drawn
  * clamped and outlined but do not set it.
  */
-export function paintLabels(e: FlowElements, data: FlowData, paths: PathData | null, sel: Selection, query: number): void {
+export function paintLabels(e: FlowElements, data: FlowData, paths: PathData | null, sel: Selection, query: number, mode: ScaleMode = "words"): void {
   const { n, layers, tokens } = data;
   const rangeOf = (layer: number): ScoreRange | null =>
-    paths ? scoreRange(paths.nodes.subarray(layer * n, (layer + 1) * n), tokens, { signed: paths.signed, mode: "words", focus: sel.token }) : null;
+    paths ? scoreRange(paths.nodes.subarray(layer * n, (layer + 1) * n), tokens, { signed: paths.signed, mode, focus: sel.token }) : null;
   const paint = (column: HTMLElement, layer: number, active: boolean): void => {
     const values = paths && active ? paths.nodes.subarray(layer * n, (layer + 1) * n) : null;
     const range = values ? rangeOf(layer) : null;

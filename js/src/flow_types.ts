@@ -58,4 +58,6 @@ export interface FlowTraits extends BaseTraits {
   selected_layer: number;
   selected_token: number;
   threshold: number;
+  /** What sets the label colours' range: "words" (specials and the selected token left out) or "all". */
+  scale: "words" | "all";
 }

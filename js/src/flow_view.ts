@@ -51,7 +51,7 @@ const PROGRESS_DELAY = 200;
 const SILENT_AFTER = 6000;
 /** Traits that change the data (a reload) and those that change only what is shown. */
 const DATA_TRAITS = ["tokens", "shape", "fused", "fused_layers", "version", "head_fusion"] as const;
-const VIEW_TRAITS = ["stack", "stacks", "method", "selected_layer", "selected_token", "methods", "summaries", "signed", "caption", "query_index", "local_methods"] as const;
+const VIEW_TRAITS = ["stack", "stacks", "method", "selected_layer", "selected_token", "methods", "summaries", "signed", "caption", "query_index", "local_methods", "scale"] as const;
 
 export function renderFlowView({ model, el }: { model: Model; el: HTMLElement }): () => void {
   const e = buildFlowElements();
@@ -113,7 +113,7 @@ export function renderFlowView({ model, el }: { model: Model; el: HTMLElement })
     root.dataset.source = shown ? shown.source : "";
     root.dataset.selected = sel.token >= 0 ? `${sel.layer}:${sel.token}` : "";
     root.dataset.method = model.get("method") ?? "";
-    paintLabels(e, data, store.paths, sel, model.get("query_index") ?? -1);
+    paintLabels(e, data, store.paths, sel, model.get("query_index") ?? -1, model.get("scale") === "all" ? "all" : "words");
     reveal(sel);
   };
 

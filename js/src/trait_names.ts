@@ -33,6 +33,7 @@ const flow: Names<FlowTraits> = {
   _view: true, stacks: true, stack: true, tokens: true, shape: true, fused: true, fused_layers: true,
   head_fusion: true, query_index: true, caption: true, methods: true, summaries: true, signed: true,
   local_methods: true, version: true, method: true, selected_layer: true, selected_token: true, threshold: true,
+  scale: true,
 };
 
 /** Trait names per `_view` value, sorted. */
