@@ -13,12 +13,13 @@ export type ScaleMode = "words" | "all";
 
 /**
  * Special tokens as tokenizers write them: [CLS], [SEP], [PAD], [MASK],
- * <s>, </s>, <pad>, <|endoftext|>, <|im_start|>... A word in the text never
+ * <s>, </s>, <pad>, <extra_id_0>, <|endoftext|>, <|im_start|>... (not byte
+ * tokens such as <0x0A>, which stand for text). A word in the text never
  * looks like this after attnwidget's readable-token pass (which keeps
  * special tokens as they are and strips markers from the others). [UNK] and
  * <unk> stand for a word of the text, so they count as words.
  */
-const SPECIAL = /^(\[[A-Z][A-Z_]*\]|<\/?[A-Za-z_]+>|<\|[^|<>\s]+\|>)$/;
+const SPECIAL = /^(\[[A-Z][A-Z0-9_]*\]|<\/?[A-Za-z_][A-Za-z0-9_]*>|<\|[^|<>\s]+\|>)$/;
 const WORD_PLACEHOLDERS = new Set(["[UNK]", "<unk>"]);
 
 export function isSpecialToken(token: string): boolean {

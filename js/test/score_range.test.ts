@@ -6,12 +6,12 @@ import { coverageText, isSpecialToken, rangeText, scoreRange } from "../src/scor
 
 describe("isSpecialToken", () => {
   test("tokenizers' special tokens", () => {
-    for (const t of ["[CLS]", "[SEP]", "[PAD]", "[MASK]", "<s>", "</s>", "<pad>", "<|endoftext|>", "<|im_start|>"]) {
+    for (const t of ["[CLS]", "[SEP]", "[PAD]", "[MASK]", "<s>", "</s>", "<pad>", "<|endoftext|>", "<|im_start|>", "<extra_id_0>", "[SEP2]"]) {
       assert.ok(isSpecialToken(t), t);
     }
   });
   test("words, placeholders of words and look-alikes are not", () => {
-    for (const t of ["the", "[UNK]", "<unk>", "<id 7>", "[", "<", "a<b>", "[cls", "<|a b|>", "", "␣"]) {
+    for (const t of ["the", "[UNK]", "<unk>", "<id 7>", "[", "<", "a<b>", "[cls", "<|a b|>", "", "␣", "<0x0A>", "[unused0]"]) {
       assert.ok(!isSpecialToken(t), t);
     }
   });
