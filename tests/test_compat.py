@@ -205,13 +205,24 @@ def test_html_action_return_gives_a_self_contained_page(no_display: list[Any]) -
         assert isinstance(html, HTML)
         assert "data-attnwidget-state" in html.data and "data-attnwidget-bundle" in html.data
         assert "cdnjs" not in html.data and "require.js" not in html.data
-        # The layers (HeadView) or heads (ModelView) the page will ask for are
-        # in it too, as in to_html(): the fragment has no kernel to ask.
-        exp = Explanation(tokens=TOKENS, attentions=np.stack([a[0].numpy() for a in attention]))
-        view = (HeadView if function is head_view else ModelView)(exp)
-        expected = view.to_html().count(REPLY_ATTRIBUTE)
-        assert expected > 0 and html.data.count(REPLY_ATTRIBUTE) == expected, function.__name__
+
     assert no_display == []  # 'return' displays nothing
+
+
+def test_html_action_return_records_the_attention_the_page_asks_for(
+    no_display: list[Any],
+) -> None:
+    """Beyond what the widget state preloads (4 MiB: 4 layers x 6 heads x 300
+    tokens is more), the layers (HeadView) or heads (ModelView) the page will
+    ask for are in the fragment, as in to_html(): it has no kernel to ask."""
+    attention = hf_attention(rows=300)
+    tokens = [f"w{i}" for i in range(300)]
+    exp = Explanation(tokens=tokens, attentions=np.stack([a[0].numpy() for a in attention]))
+    marker = f'{REPLY_ATTRIBUTE}="'
+    for function, cls in ((head_view, HeadView), (model_view, ModelView)):
+        html = function(attention, tokens, html_action="return")
+        expected = cls(exp).to_html().count(marker)
+        assert expected > 0 and html.data.count(marker) == expected, function.__name__
 
 
 def test_shown_once_per_cell(monkeypatch: pytest.MonkeyPatch) -> None:
