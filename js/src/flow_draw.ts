@@ -131,10 +131,10 @@ export class FlowPainter {
     const maps = data.adjusted.filter((m): m is Float32Array => m !== undefined);
     const budget = contextBudget(n, layers, MAX_LINES);
     const cut = strongestCut(maps, threshold, budget);
-    const why = budget < MAX_LINES ? ` (at most ${CONTEXT_LINES_PER_TOKEN} per token and layer for ${n.toLocaleString("en")} tokens)` : "";
+    const why = budget < MAX_LINES ? `, at most ${CONTEXT_LINES_PER_TOKEN} per token and layer for ${n.toLocaleString("en")} tokens` : "";
     this.backgroundNote =
       cut.kept < cut.candidates
-        ? `Showing the ${cut.kept.toLocaleString("en")} strongest of ${cut.candidates.toLocaleString("en")} lines with Â ≥ ${formatNumber(threshold)}${why} (Â ≥ ${formatNumber(cut.threshold)}); raise the threshold to see fewer.`
+        ? `Showing the ${cut.kept.toLocaleString("en")} strongest of ${cut.candidates.toLocaleString("en")} lines with Â ≥ ${formatNumber(threshold)} (Â ≥ ${formatNumber(cut.threshold)}${why}); raise the threshold to see fewer.`
         : "";
     const ctx = sizeCanvas(this.background, g);
     this.drawn.edges = [];
