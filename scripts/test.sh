@@ -32,7 +32,7 @@ python -m pytest -q -p no:cacheprovider "$@"
 # comes from constraints.txt, the package from this checkout (python -m
 # pytest puts it first on the path). Reused when it already holds that version;
 # ATTNWIDGET_SKIP_OLDEST=1 leaves the step out (e.g. while iterating locally).
-OLDEST_TRANSFORMERS=4.45.2
+OLDEST_TRANSFORMERS=4.41.2
 OLDEST_TESTS=(
   tests/test_versions.py tests/test_capture.py tests/test_methods.py tests/test_flow.py
   tests/test_grad_modes.py tests/test_threads.py tests/test_demo.py
