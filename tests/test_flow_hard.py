@@ -109,7 +109,7 @@ def test_subgraphs_second_solves_and_fallbacks_match_networkx(
     monkeypatch.setattr(flow_module, "SUBGRAPH_FROM_N", 0)
     monkeypatch.setattr(_flowcert, "TRANSPORT_FROM", 4)
     monkeypatch.setattr(_flowcert, "TRANSPORT_TRIAL", 2)
-    monkeypatch.setattr(_flow_direct, "KEEP", 1)
+    monkeypatch.setattr(_flow_direct, "KEEPS", (1, 2))
     monkeypatch.setattr(_flow_direct, "TRIAL", 3)
     check(make(layers, n, 2), [0, n // 2])
     monkeypatch.setattr(_flow_direct, "THRESHOLDS", (1e-300,))  # no proof: refine
