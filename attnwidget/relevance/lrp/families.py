@@ -17,6 +17,15 @@ places, and each is handled without changing model code or naming a family:
    expert weights): :mod:`.inline` applies the rule of each torch operation as
    it runs, and refuses one without a rule, naming the module.
 
+Mixture-of-experts layers (Mixtral): the router is a leaf module that returns
+a top-k selection, and its outputs are held constant (the routing weights
+scale each expert's output like fixed coefficients; which experts were chosen
+is not explained). The experts are stored as 3-D weight tensors, not
+``nn.Linear`` modules, and dispatched by ``config._experts_implementation``;
+for the pass it is set to ``"eager"`` (and restored), whose loop runs
+``F.linear`` per expert (ε-rule), ``act(gate) * up`` (identity and uniform
+rules) and the product with the constant routing weight (linear).
+
 So there is no per-family table: a renamed copy of a supported architecture
 works as it is. Families that cannot be supported are refused by the same
 checks, naming the module that blocks them: attention computed inside the

@@ -104,13 +104,6 @@ def run_lrp(target_score: Any, *, epsilon: float = DEFAULT_EPSILON) -> LRPResult
         recorder: LRPRecorder = run.state
         token = (run.embeddings.astype(np.float64) * run.embedding_grads).sum(axis=-1)
         sources = recorder.source_relevance()
-        if len(recorder.ledger.logit_relevance) != run.attentions.shape[0]:
-            raise ModelNotSupportedError(
-                f"the model returned {run.attentions.shape[0]} attention maps but "
-                f"{len(recorder.ledger.logit_relevance)} went through LRP's attention "
-                "function; its attention modules do not all call transformers' attention "
-                "interface, so LRP's rules are not in every attention map."
-            )
         layers = []
         for probe in recorder.layers:
             value = probe.relevance()
