@@ -3,6 +3,10 @@
 Each factory builds a stock ``transformers`` model class from a small config
 with seeded random weights, and a real tokenizer trained on a few sentences
 with the ``tokenizers`` library, so every family is exercised offline.
+Tokenizers: WordPiece (BERT family, ALBERT), byte-level BPE (GPT-2 style, also
+for Llama-like decoders) and a SentencePiece-style Unigram with ``▁``
+(XLM-R, CamemBERT, Gemma). The Phi-3 and GPT-NeoX configs pad their
+vocabulary ``PADDING`` rows beyond the tokenizer, as real checkpoints do.
 """
 
 from __future__ import annotations
