@@ -26,6 +26,7 @@ import traitlets
 from attnwidget.explanation import Explanation
 from attnwidget.views import SaliencyView
 from attnwidget.views._base import _AttnWidget
+from attnwidget.views._format import format_number
 
 XSS_TOKENS = ["<img src=x onerror=window.__xss=1>", "</script><script>window.__xss=2</script>"]
 TOKENS = ["[CLS]", "the", "keys", "to", "the", "cabinet", "[SEP]"]
@@ -202,8 +203,8 @@ def test_exported_file_renders_and_reacts_offline(tmp_path: Path, open_page: Any
     assert status.text_content().startswith('Selected #2 "keys"')
     # Hover shows the exact score.
     page.locator('.attnw-tok[data-method="rollout"][data-index="3"]').hover()
-    score = np.float32(view.explanation.scores["rollout"][3])
-    assert f"score {score!s}" in status.text_content()
+    score = view.explanation.scores["rollout"][3]
+    assert f"score {format_number(score)}" in status.text_content()  # as the views show numbers
 
     watch.assert_clean()
 
