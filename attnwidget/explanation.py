@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from ._arrays import as_token_list
 from .errors import AttentionShapeError
 from .methods._graph import as_attention_array
 
@@ -116,7 +117,8 @@ class Explanation:
         options = resolve_method_options([get_method(name) for name in names], method_options)
 
         array = as_attention_array(attentions)
-        tokens = [str(t) for t in tokens]
+        # A single string is refused: it would be read as one token per character.
+        tokens = as_token_list(tokens, expected=int(array.shape[-1]))
         if array.shape[-1] != len(tokens):
             raise AttentionShapeError(
                 f"attention covers {array.shape[-1]} tokens but {len(tokens)} tokens were "

@@ -47,6 +47,17 @@ def test_tokens_as_one_string_are_refused_naming_what_to_pass(function: Any) -> 
         function(encoder_attention=weights, encoder_tokens=text, html_action="return")
 
 
+def test_from_attentions_refuses_tokens_as_one_string() -> None:
+    text = "the keys to th"
+    with pytest.raises(TypeError) as info:
+        Explanation.from_attentions(attention(2, 2, len(text)), text)
+    assert "tokens is one str ('the keys to th')" in str(info.value)
+    assert "one per attention position (14)" in str(info.value)
+    words = text.split()
+    exp = Explanation.from_attentions(attention(2, 2, len(words)), tuple(words))
+    assert exp.tokens == words
+
+
 def test_as_token_list_takes_any_sequence_of_tokens_and_names_the_count() -> None:
     assert as_token_list(("a", "b")) == ["a", "b"]
     assert as_token_list(np.array(["x", "y"])) == ["x", "y"]
