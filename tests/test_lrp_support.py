@@ -1,0 +1,89 @@
+"""Which models LRP takes: the tested families, and clear refusals of the others.
+
+Every refusal names what blocks the model and leaves it exactly as it was
+(the snapshot of ``tests/test_lrp.py``: attention implementation, flags,
+modes, weights, hooks, no parameter gradients).
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from test_lrp import ATTNLRP, LRP_FAMILIES, TEXT, assert_same, snapshot
+from tiny_models import REFUSED_FAMILIES, build
+
+import attnwidget
+from attnwidget.errors import ModelNotSupportedError
+from attnwidget.relevance.lrp import lrp_rules, supported_model_types
+
+# ---- unsupported models ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("family", ["t5", "bart"])
+def test_encoder_decoder_models_are_refused_clearly(family: str) -> None:
+    model, tokenizer = build(family)
+    model.train()
+    before = snapshot(model)
+    with pytest.raises(ModelNotSupportedError, match="encoder-decoder"):
+        attnwidget.explain(model, tokenizer, TEXT, methods=["lrp"])
+    assert_same(model, before)
+
+
+@pytest.mark.parametrize("family", sorted(REFUSED_FAMILIES))
+def test_attention_outside_the_interface_is_refused_naming_the_module(family: str) -> None:
+    """MPNet (relative position bias), DeBERTa-v2 (disentangled attention) and Falcon
+    compute softmax attention inside their own modules in transformers 5."""
+    model, tokenizer = build(family)
+    model.train()
+    before = snapshot(model)
+    with pytest.raises(ModelNotSupportedError) as info:
+        attnwidget.explain(
+            model, tokenizer, TEXT, methods=["lrp", "chefer2021"], method_options=ATTNLRP
+        )
+    message = str(info.value)
+    assert f"({REFUSED_FAMILIES[family]})" in message and ".0." in message  # path and class
+    assert "attention interface" in message and "softmax" in message
+    assert_same(model, before)
+
+
+def test_a_leaf_module_without_a_role_is_refused_before_anything_changes() -> None:
+    model, tokenizer = build("gpt2-lm")
+    model.transformer.h[1].mlp.act = torch.nn.Softmax(dim=-1)  # not element-wise, not a norm
+    model.train()
+    before = snapshot(model)
+    with pytest.raises(ModelNotSupportedError, match=r"transformer\.h\.1\.mlp\.act \(Softmax\)"):
+        attnwidget.explain(model, tokenizer, TEXT, methods=["lrp"])
+    assert_same(model, before)
+
+
+def test_supported_model_types() -> None:
+    assert supported_model_types() == [
+        "albert",
+        "bert",
+        "camembert",
+        "distilbert",
+        "electra",
+        "gemma",
+        "gpt2",
+        "gpt_neox",
+        "llama",
+        "mistral",
+        "mixtral",
+        "opt",
+        "phi3",
+        "qwen2",
+        "roberta",
+        "xlm-roberta",
+    ]
+    for family in LRP_FAMILIES:  # the list is the tested families
+        assert build(family)[0].config.model_type in supported_model_types()
+
+
+def test_mixture_of_experts_runs_its_eager_loop_during_the_pass() -> None:
+    """Mixtral's experts default to grouped_mm; the pass switches them to the eager loop
+    (F.linear per expert, the gated product, the routing weights), then back."""
+    model, _ = build("mixtral-lm")
+    assert model.config._experts_implementation == "grouped_mm"
+    with lrp_rules(model):
+        assert model.config._experts_implementation == "eager"
+    assert model.config._experts_implementation == "grouped_mm"
