@@ -96,6 +96,15 @@ def test_saved_config_does_not_pin_attention_implementation(name: str) -> None:
     assert config.get("_attn_implementation") is None
 
 
+def test_causal_tokenizer_gives_the_model_no_token_types() -> None:
+    # GPT-2 adds token type embeddings when given token_type_ids; the causal
+    # demo model was trained without them (transformers < 5 returned them
+    # unless the saved config names the model's inputs).
+    tokenizer = demo.load("sva-causal")[1]
+    encoding = tokenizer("the keys to the cabinet", "are")
+    assert set(encoding) == {"input_ids", "attention_mask"}
+
+
 @torch.no_grad()
 def _predicted_numbers(model, tokenizer, texts: list[str]) -> list[str]:
     enc = tokenizer(texts, padding=True, return_tensors="pt")

@@ -147,18 +147,7 @@ def _skips() -> dict[str, tuple[bool, str]]:
     """Node id prefix -> (skipped on this transformers?, why). Each condition is
     the feature itself, so a test runs again as soon as its cause is gone."""
     from tiny_models import roberta_tokenizer
-    from transformers import AutoTokenizer
 
-    from attnwidget import demo
-
-    causal_tokenizer = AutoTokenizer.from_pretrained(demo.model_path("sva-causal"))
-    causal_types = _returns_token_type_ids(causal_tokenizer)
-    demo_bug = (
-        "KNOWN BUG, not a missing feature: the shipped sva-causal tokenizer_config.json "
-        "names no model_input_names, so this transformers' tokenizer returns "
-        "token_type_ids, which GPT-2 adds as embeddings (predictions at chance); "
-        'fix: "model_input_names": ["input_ids", "attention_mask"]'
-    )
     return {
         "tests/test_capture.py::test_attention_and_gradients_match_an_independent_capture": (
             not HAS_SET_ATTN,
@@ -172,18 +161,6 @@ def _skips() -> dict[str, tuple[bool, str]]:
             _returns_token_type_ids(roberta_tokenizer()),
             "the tiny RoBERTa fixture's tokenizer returns token_type_ids here (segment B = "
             "1) but its config has one token type; real RoBERTa tokenizers return none",
-        ),
-        "tests/test_demo.py::test_held_out_accuracy_with_attractors[sva-causal]": (
-            causal_types,
-            demo_bug,
-        ),
-        "tests/test_demo.py::test_predictions_follow_the_subject_not_the_attractors[sva-causal]": (
-            causal_types,
-            demo_bug,
-        ),
-        "tests/test_demo.py::test_causal_model_predicts_agreeing_verb_token": (
-            causal_types,
-            demo_bug,
         ),
     }
 

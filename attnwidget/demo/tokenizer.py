@@ -68,9 +68,14 @@ def build_tokenizer(kind: str) -> PreTrainedTokenizerFast:
             pair="[BOS] $A $B:1",
             special_tokens=[("[BOS]", vocab["[BOS]"])],
         )
+    # GPT-2 has token type embeddings: a tokenizer that returned token_type_ids
+    # (transformers < 5 does unless told otherwise) would add them to every
+    # position, and the causal model was trained without them.
+    inputs = {} if kind == "encoder" else {"model_input_names": ["input_ids", "attention_mask"]}
     return PreTrainedTokenizerFast(
         tokenizer_object=tok,
         model_max_length=MAX_LENGTH,
         padding_side="right",
+        **inputs,
         **specials,
     )

@@ -30,6 +30,7 @@ import torch
 from torch import nn
 
 from ...errors import ModelNotSupportedError
+from .._interface import register_attention
 from .rules import matmul_split, pass_through
 
 #: Name under which the function is registered with transformers.
@@ -177,10 +178,7 @@ def chefer_attention(
     return output.transpose(1, 2).contiguous(), weights
 
 
-def register() -> None:
-    """Register :func:`chefer_attention` and the eager mask under :data:`IMPLEMENTATION`."""
-    from transformers import AttentionInterface
-    from transformers.masking_utils import AttentionMaskInterface, eager_mask
-
-    AttentionInterface.register(IMPLEMENTATION, chefer_attention)
-    AttentionMaskInterface.register(IMPLEMENTATION, eager_mask)
+def register(*, required: bool = True) -> bool:
+    """Register :func:`chefer_attention` under :data:`IMPLEMENTATION` (see
+    :func:`attnwidget.relevance._interface.register_attention`: transformers ≥ 5.0)."""
+    return register_attention(IMPLEMENTATION, chefer_attention, required=required)

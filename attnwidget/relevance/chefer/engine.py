@@ -55,7 +55,7 @@ from ...errors import ModelNotSupportedError
 from .attention import _HINT, IMPLEMENTATION, AttentionCalls, active_pass, register
 from .rules import NODE_NAMES, alpha_beta, pass_through, product_split, residual_add
 
-register()
+register(required=False)  # transformers<5: attnwidget imports, the pass refuses
 
 #: Linear layers (α1β0); GPT-2's ``Conv1D`` keeps its weight transposed.
 LINEAR = frozenset({"Linear", "Conv1D"})
@@ -221,6 +221,7 @@ def chefer_rules(model: nn.Module) -> Iterator[CheferRecorder]:
     rules do not cover (before installing anything for unknown module
     classes; after the forward, from the path check, for inline operations).
     """
+    register()  # names the transformers version needed, before anything changes
     check_modules(model)
     configs = _all_configs(model)
     saved = [(c, c.__dict__.get("_attn_implementation_internal", _MISSING)) for c in configs]

@@ -38,6 +38,7 @@ import torch
 from torch import nn
 
 from ...errors import ModelNotSupportedError
+from .._interface import register_attention
 from .rules import uniform_rule
 
 #: Name under which the function is registered with transformers.
@@ -151,40 +152,6 @@ def _attention(
 
 
 def register(*, required: bool = True) -> bool:
-    """Register :func:`lrp_attention` and the eager mask under :data:`IMPLEMENTATION`.
-
-    transformers added ``AttentionInterface`` and ``masking_utils`` in 4.53,
-    but the BERT family (BERT, RoBERTa, ELECTRA, DistilBERT) calls its
-    attention through them only from 5.0 (seen: on 4.57 its LRP pass never
-    reaches this function), so LRP needs transformers 5. On an older version
-    nothing is registered: with ``required`` a :class:`ModelNotSupportedError`
-    names the version LRP needs; without it (at import, so that ``import
-    attnwidget`` works on every transformers the package declares) it returns
-    False.
-
-    Returns:
-        True when the attention function is registered.
-    """
-    import transformers
-
-    installed = transformers.__version__
-    try:
-        from transformers import AttentionInterface
-        from transformers.masking_utils import AttentionMaskInterface, eager_mask
-    except ImportError as error:
-        missing: ImportError | None = error
-    else:
-        missing = None
-    if missing is not None or int(installed.split(".")[0]) < 5:
-        if not required:
-            return False
-        raise ModelNotSupportedError(
-            "LRP (and chefer2021) need transformers>=5.0: their attention function is "
-            "registered through transformers.AttentionInterface and masking_utils, "
-            f"which every supported model calls only from 5.0; this is transformers "
-            f"{installed}. Upgrade with `pip install -U 'transformers>=5.0'`; every "
-            "other method works on this version."
-        ) from missing
-    AttentionInterface.register(IMPLEMENTATION, lrp_attention)
-    AttentionMaskInterface.register(IMPLEMENTATION, eager_mask)
-    return True
+    """Register :func:`lrp_attention` under :data:`IMPLEMENTATION` (see
+    :func:`attnwidget.relevance._interface.register_attention`: transformers ≥ 5.0)."""
+    return register_attention(IMPLEMENTATION, lrp_attention, required=required)

@@ -109,6 +109,7 @@ def lrp_rules(model: nn.Module, *, epsilon: float = DEFAULT_EPSILON) -> Iterator
     """
     if epsilon < 0:
         raise ValueError(f"epsilon={epsilon} must be ≥ 0.")
+    register()  # names the transformers version needed, before anything changes
     config = getattr(model, "config", None)
     if getattr(config, "is_encoder_decoder", False):
         raise ModelNotSupportedError(

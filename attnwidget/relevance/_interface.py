@@ -1,0 +1,56 @@
+"""Register an attention function with transformers, on the versions that allow it.
+
+Both relevance engines (AttnLRP in :mod:`.lrp`, Chefer et al.'s rules in
+:mod:`.chefer`) run their rules inside an attention function registered with
+transformers' ``AttentionInterface`` (and the eager mask with its mask
+interface), so a stock model switches to it with
+``set_attn_implementation`` and back. transformers added those interfaces in
+4.53, but the BERT family calls its attention through them only from 5.0
+(seen: on 4.57 an LRP pass never reaches the registered function), so the
+relevance engines need transformers 5. Every other method works on the older
+versions the package declares, so ``import attnwidget`` must not fail there:
+at import, registration is tried with ``required=False``; each engine calls it
+again with ``required=True`` when it is used, which names the version needed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import ModelNotSupportedError
+
+#: The first transformers major version whose models all call the attention interface.
+MINIMUM_MAJOR = 5
+
+
+def register_attention(name: str, function: Callable[..., Any], *, required: bool = True) -> bool:
+    """Register ``function`` (and the eager mask) under ``name``; True when registered.
+
+    Below transformers 5.0 nothing is registered: with ``required`` a
+    :class:`ModelNotSupportedError` names the version the relevance methods
+    need; without it the call returns False.
+    """
+    import transformers
+
+    installed = transformers.__version__
+    try:
+        from transformers import AttentionInterface
+        from transformers.masking_utils import AttentionMaskInterface, eager_mask
+    except ImportError as error:
+        missing: ImportError | None = error
+    else:
+        missing = None
+    if missing is not None or int(installed.split(".")[0]) < MINIMUM_MAJOR:
+        if not required:
+            return False
+        raise ModelNotSupportedError(
+            "lrp and chefer2021 need transformers>=5.0: their attention function is "
+            "registered through transformers.AttentionInterface and masking_utils, "
+            f"which every supported model calls only from 5.0; this is transformers "
+            f"{installed}. Upgrade with `pip install -U 'transformers>=5.0'`; every "
+            "other method works on this version."
+        ) from missing
+    AttentionInterface.register(name, function)
+    AttentionMaskInterface.register(name, eager_mask)
+    return True
