@@ -100,8 +100,11 @@ def test_long_inputs_draw_the_visible_band_and_export_everything(
         svg = Path(download.value.path()).read_text(encoding="utf-8")
         root = ET.fromstring(svg)
         images = [e.get("src") for e in root.iter() if e.tag.endswith("}img")]
-        assert len(images) == 1 and re.match(r"data:image/png;base64,", images[0] or "")
-        first, last = page.evaluate(IMAGE_INK, [images[0], [[0, 0.05], [0.95, 1.0]]])
+        # In page order: the key-side weight strip, the lines, the query-side strip.
+        assert len(images) == 3 and all(
+            re.match(r"data:image/png;base64,", i or "") for i in images
+        )
+        first, last = page.evaluate(IMAGE_INK, [images[1], [[0, 0.05], [0.95, 1.0]]])
         assert first > 0 and last > 0
         watch.assert_clean()
     finally:

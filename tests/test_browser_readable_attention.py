@@ -75,7 +75,7 @@ def pixel_alpha(page: Any, canvas: str, x: float, y: float, radius: int = 1) -> 
 def geometry(page: Any, canvas: str) -> dict[str, float]:
     """The line panel's drawn geometry (its canvas's test hooks)."""
     data = page.locator(canvas).evaluate("c => ({...c.dataset})")
-    return {k: float(data[k]) for k in ("x0", "x1", "row", "perHead")}
+    return {k: float(data[k]) for k in ("x0", "x1", "row")}
 
 
 def hover_canvas(page: Any, canvas: str, x: float, y: float) -> None:
@@ -150,17 +150,20 @@ def test_head_view_at_300_tokens_reads_at_a_glance(page_watch, solara_test, page
     page.locator(f'{scope} .attnw-lines[data-focus="query:{q}"]').wait_for()
     page.locator(f"{scope} .attnw-status").hover()
 
-    # Strip blocks: 12 heads take ~120 px (bertviz's ~110), not 1 px a head.
-    assert g["perHead"] * HEADS >= 96
+    # Strip blocks beside the keys: 12 heads take ~120 px (bertviz's ~110),
+    # not 1 px a head; a block's opacity is the square root of its weight.
+    strip = f"{scope} canvas.attnw-strip[data-side=query]"
+    per_head = float(page.locator(strip).get_attribute("data-per-head"))
+    assert per_head * HEADS >= 96 and page.locator(strip).bounding_box()["width"] >= 96
     head, key = np.unravel_index(np.argmax(layer[:, q, :25]), (HEADS, 25))
     weight = float(layer[head, q, key])
-    left = g["x1"] + head * g["perHead"]
-    for x in (left + 1.5, left + g["perHead"] / 2, left + g["perHead"] - 2.5):
-        seen = pixel_alpha(page, canvas, x, y(key), radius=0)
+    left = head * per_head
+    for x in (left + 1.5, left + per_head / 2, left + per_head - 2.5):
+        seen = pixel_alpha(page, strip, x, y(key), radius=0)
         assert abs(seen - np.sqrt(weight)) < 0.08, f"block of head {head} at x={x}: {seen}"
-    between_rows = pixel_alpha(page, canvas, left + g["perHead"] / 2, y(key) + g["row"] / 2, 0)
+    between_rows = pixel_alpha(page, strip, left + per_head / 2, y(key) + g["row"] / 2, 0)
     assert between_rows < 0.05  # a gap between the rows' blocks
-    hover_canvas(page, canvas, left + g["perHead"] / 2, y(key))
+    hover_canvas(page, strip, left + per_head / 2, y(key))
     shown = tip(page, f"{scope} .attnw-tip")
     assert shown["kind"] == "strip"
     assert shown["text"].startswith(f'#{q} "w{q}" → #{key} "w{key}": ')

@@ -204,18 +204,34 @@ export function levelCutoff(buckets: readonly LineBuckets[], budget: number): nu
  * How many lines of a head's block fall at each alpha level (0..255), as
  * bucketLines would group them, without storing any line. Together with
  * cutoffFromCounts and bucketStrong this draws a dense view's strongest lines
- * without writing a level per weight (3 M at 512 tokens × 12 heads): the
- * head-box click at n = 512 spent most of its time doing that.
+ * without writing a level per weight (3 M at 512 tokens × 12 heads).
  */
 export function levelCounts(weights: ArrayLike<number>, stride: number, rows: Range, cols: Range, curve: LevelCurve): Int32Array {
-  const counts = new Int32Array(256);
+  return countsOnCurve(indexCounts(weights, stride, rows, cols), curve);
+}
+
+/**
+ * How many weights of a head's block fall at each curve index (0..
+ * CURVE_STEPS): what levelCounts needs, but independent of the curve, so a
+ * view can keep it per head while the curve changes with the number of heads
+ * shown (a head-box click then rescans no weights).
+ */
+export function indexCounts(weights: ArrayLike<number>, stride: number, rows: Range, cols: Range): Int32Array {
+  const counts = new Int32Array(CURVE_STEPS + 1);
   for (let i = rows[0]; i < rows[1]; i++) {
     const base = i * stride;
     for (let j = cols[0]; j < cols[1]; j++) {
       const w = weights[base + j] as number;
-      counts[curve[w >= 1 ? CURVE_STEPS : w > 0 ? (w * CURVE_STEPS + 0.5) | 0 : 0]!]! += 1;
+      counts[w >= 1 ? CURVE_STEPS : w > 0 ? (w * CURVE_STEPS + 0.5) | 0 : 0]! += 1;
     }
   }
+  return counts;
+}
+
+/** Per-level counts (levelCounts) from per-index counts (indexCounts) on a curve. */
+export function countsOnCurve(indexed: ArrayLike<number>, curve: LevelCurve): Int32Array {
+  const counts = new Int32Array(256);
+  for (let k = 0; k <= CURVE_STEPS; k++) counts[curve[k]!]! += indexed[k] as number;
   return counts;
 }
 
@@ -252,15 +268,19 @@ export function bucketStrong(
   const count = starts[256]!;
   const items = new Int32Array(count);
   const next = starts.slice(0, 256);
-  // The curve rises with the weight: level >= from <=> curve index >= first.
+  // The curve rises with the weight: level >= from <=> curve index >= first
+  // <=> w >= (first - 0.5) / CURVE_STEPS. Most weights fail that one
+  // comparison (the prefilter, a hair low against rounding; k decides).
   let first = 1;
   while (first <= CURVE_STEPS && curve[first]! < from) first++;
+  const floor = (first - 0.5) / CURVE_STEPS - 1e-9;
   if (count > 0) {
     for (let i = 0; i < blockRows; i++) {
       const base = (rows[0] + i) * stride + cols[0];
       for (let j = 0; j < blockCols; j++) {
         const w = weights[base + j] as number;
-        const k = w >= 1 ? CURVE_STEPS : w > 0 ? (w * CURVE_STEPS + 0.5) | 0 : 0;
+        if (!(w >= floor)) continue;
+        const k = w >= 1 ? CURVE_STEPS : (w * CURVE_STEPS + 0.5) | 0;
         if (k < first) continue;
         const level = curve[k]!;
         items[next[level]!++] = i * blockCols + j;

@@ -15,8 +15,9 @@ import { drawStrips, strokeLines, visibleBand } from "./attention_draw";
 import {
   bucketLines,
   bucketStrong,
+  countsOnCurve,
   cutoffFromCounts,
-  levelCounts,
+  indexCounts,
   MIN_WEIGHT,
   rowHeightFor,
   stripLayout,
@@ -73,6 +74,15 @@ export class LinePanel {
   private readonly left: HTMLElement;
   private readonly right: HTMLElement;
   private readonly canvas: HTMLCanvasElement;
+  /**
+   * The weight strips, each on its own canvas beside the lines (named by the
+   * focus they show: `query` lies by the keys). Apart, a redraw of the lines
+   * (a head toggled) does not copy them too: a canvas costs its whole area
+   * each time it changes (~10,000 px tall at 512 tokens).
+   */
+  private readonly strips: { key: HTMLCanvasElement; query: HTMLCanvasElement };
+  /** What each strip canvas shows (focus and data), to skip redrawing it unchanged. */
+  private stripShown: { key: unknown[] | null; query: unknown[] | null } = { key: null, query: null };
   /** The hover tooltip (weight of the line or strip block under the pointer). */
   readonly tip: HTMLElement = h("div", { className: "attnw-tip", attrs: { role: "tooltip", hidden: true } });
   private leftTokens: readonly string[] = [];
@@ -97,6 +107,10 @@ export class LinePanel {
    * tenth of that for the visible band). Scrolling redraws it.
    */
   private band: [number, number] | null = null;
+  /** indexCounts per head weights (see indexCountsOf). */
+  private readonly counted = new WeakMap<Float32Array, { key: string; counts: Int32Array }>();
+  /** The rows (CSS px) the last draw may have painted; null: nothing (a blank canvas). */
+  private painted: [number, number] | null = null;
 
   constructor(
     private readonly width: number,
@@ -106,9 +120,20 @@ export class LinePanel {
     this.left = h("div", { className: "attnw-col attnw-col-left", attrs: { role: "list", "aria-label": "Query tokens" } });
     this.right = h("div", { className: "attnw-col attnw-col-right", attrs: { role: "list", "aria-label": "Key tokens" } });
     this.canvas = h("canvas", { className: "attnw-lines-canvas", attrs: { "aria-hidden": "true" } });
-    this.el = h("div", { className: "attnw-lines", attrs: { "data-lines": 0, "data-focus": "" } }, [this.left, this.canvas, this.right, this.tip]);
+    this.strips = {
+      key: h("canvas", { className: "attnw-strip", attrs: { "aria-hidden": "true", "data-side": "key" } }),
+      query: h("canvas", { className: "attnw-strip", attrs: { "aria-hidden": "true", "data-side": "query" } }),
+    };
+    this.el = h("div", { className: "attnw-lines", attrs: { "data-lines": 0, "data-focus": "" } }, [
+      this.left,
+      this.strips.key,
+      this.canvas,
+      this.strips.query,
+      this.right,
+      this.tip,
+    ]);
     this.el.addEventListener("mouseover", this.onOver);
-    this.canvas.addEventListener("mousemove", this.onCanvasMove);
+    this.el.addEventListener("mousemove", this.onCanvasMove);
     this.el.addEventListener("mouseleave", this.onLeave);
     this.el.addEventListener("click", this.onClick);
     this.canvas.addEventListener(DRAW_ALL_EVENT, this.onDrawAll);
@@ -120,7 +145,7 @@ export class LinePanel {
   destroy(): void {
     cancelAnimationFrame(this.frame);
     this.el.removeEventListener("mouseover", this.onOver);
-    this.canvas.removeEventListener("mousemove", this.onCanvasMove);
+    this.el.removeEventListener("mousemove", this.onCanvasMove);
     this.el.removeEventListener("mouseleave", this.onLeave);
     this.el.removeEventListener("click", this.onClick);
     this.canvas.removeEventListener(DRAW_ALL_EVENT, this.onDrawAll);
@@ -200,23 +225,27 @@ export class LinePanel {
     this.frame = 0;
     // The strips keep their width while heads are toggled (all slots are reserved).
     if (this.data) this.strip = stripLayout(this.data.slots);
-    const width = this.canvasWidth();
+    const width = this.width;
     const n = Math.max(this.leftCells.length, this.rightCells.length);
     const height = Math.max(1, n * this.rowHeight);
     const dpr = Math.max(1, Math.min(globalThis.devicePixelRatio || 1, MAX_CANVAS_PX / height));
     const pxWidth = Math.round(width * dpr);
     const pxHeight = Math.min(MAX_CANVAS_PX, Math.round(height * dpr));
     if (this.canvas.width !== pxWidth || this.canvas.height !== pxHeight) {
-      this.canvas.width = pxWidth;
+      this.canvas.width = pxWidth; // (a resized canvas is blank)
       this.canvas.height = pxHeight;
       this.canvas.style.width = `${width}px`;
       this.canvas.style.height = `${height}px`;
+      this.painted = null;
     }
     const ctx = this.canvas.getContext("2d");
     if (!ctx) return;
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-    ctx.clearRect(0, 0, width, height);
+    // Clear only what the last draw painted: clearing all of a 512-token
+    // canvas (~500 × 10,000 px) on every redraw costs more than the band's lines.
+    if (this.painted) ctx.clearRect(0, this.painted[0], width, this.painted[1] - this.painted[0]);
     this.band = all ? null : this.bandToDraw(height);
+    this.painted = this.band ?? [0, height];
     if (this.band) {
       // Lines outside the band are still stroked (cheap to record) but clipped
       // before they are rasterised, which is what costs.
@@ -230,11 +259,7 @@ export class LinePanel {
     } finally {
       if (this.band) ctx.restore();
     }
-  }
-
-  /** Canvas width (CSS px): the lines between a weight strip on each side. */
-  private canvasWidth(): number {
-    return this.width + 2 * this.strip.width;
+    this.drawStrips(height, dpr);
   }
 
   /** The band to draw for a canvas `height` px tall, or null when that is (nearly) all of it. */
@@ -268,7 +293,7 @@ export class LinePanel {
       for (const b of buckets) total += b.count;
     } else {
       // Count first, then store only the lines within the budget.
-      const counts = data.heads.map((head) => levelCounts(head.weights, data.stride, data.rows, data.cols, data.curve));
+      const counts = data.heads.map((head) => countsOnCurve(this.indexCountsOf(head.weights, data), data.curve));
       const sum = new Int32Array(256);
       for (const c of counts) for (let k = 1; k < 256; k++) sum[k]! += c[k]!;
       for (let k = 1; k < 256; k++) total += sum[k]!;
@@ -278,15 +303,14 @@ export class LinePanel {
       );
     }
     let drawn = 0;
-    const [x0, x1] = this.lineEnds();
-    // Test hooks: where lines start and end, the row height, a head's strip block width.
+    const [x0, x1] = [0, this.width];
+    // Test hooks: where lines start and end (on this canvas), the row height, a head's strip block width.
     Object.assign(this.canvas.dataset, { x0: String(x0), x1: String(x1), row: String(row), perHead: String(this.strip.perHead) });
     data.heads.forEach((head, k) => {
       ctx.strokeStyle = head.color;
       drawn += strokeLines(ctx, buckets[k]!, cutoff, x0, x1, y, y);
     });
     this.drawn = { buckets, cutoff };
-    if (focus) this.drawStrips(ctx, data, focus);
     ctx.globalAlpha = 1;
     this.el.dataset.lines = String(drawn);
     this.el.dataset.hidden = String(total - drawn);
@@ -301,16 +325,58 @@ export class LinePanel {
           : "";
   }
 
+  /**
+   * indexCounts of a head's block, kept per weights array (the store hands
+   * out the same array while it caches the head): toggling a head then
+   * rescans none of the others' weights.
+   */
+  private indexCountsOf(weights: Float32Array, data: PanelData): Int32Array {
+    const key = `${data.stride}/${data.rows}/${data.cols}`;
+    const cached = this.counted.get(weights);
+    if (cached?.key === key) return cached.counts;
+    const counts = indexCounts(weights, data.stride, data.rows, data.cols);
+    this.counted.set(weights, { key, counts });
+    return counts;
+  }
+
   /** Where lines start and end (CSS px): inside the strips. */
   private lineEnds(): [number, number] {
     return [this.strip.width, this.strip.width + this.width];
   }
 
-  /** Beside the other column: the focused token's weight strip (one block per head and token). */
-  private drawStrips(ctx: CanvasRenderingContext2D, data: PanelData, focus: Focus): void {
-    const count = focus.side === "query" ? data.cols[1] - data.cols[0] : data.rows[1] - data.rows[0];
-    const x = focus.side === "query" ? this.strip.width + this.width : 0;
-    drawStrips(ctx, data.heads, count, x, this.strip.perHead, this.rowHeight, (k, t) => this.weightAt(data, k, focus, t));
+  /**
+   * Beside the other column: the focused token's weight strip (one block
+   * per head and token), on its own canvas; the other strip is blank. A
+   * strip is redrawn only when what it shows changed.
+   */
+  private drawStrips(height: number, dpr: number): void {
+    const data = this.data;
+    const focus = data && data.heads.length > 0 ? this.focus() : null;
+    for (const side of ["query", "key"] as const) {
+      const canvas = this.strips[side];
+      const width = this.strip.width;
+      const pxWidth = Math.round(width * dpr);
+      const pxHeight = Math.min(MAX_CANVAS_PX, Math.round(height * dpr));
+      const shows = focus?.side === side ? [data, focus.index, this.rowHeight] : null;
+      const resized = canvas.width !== pxWidth || canvas.height !== pxHeight;
+      const before = this.stripShown[side];
+      if (!resized && (shows === before || (shows && before && shows.every((v, k) => v === before[k])))) continue;
+      this.stripShown[side] = shows;
+      if (resized) {
+        canvas.width = pxWidth;
+        canvas.height = pxHeight;
+        canvas.style.width = `${width}px`;
+        canvas.style.height = `${height}px`;
+      }
+      const ctx = canvas.getContext("2d");
+      if (!ctx) continue;
+      ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+      if (!resized) ctx.clearRect(0, 0, width, height);
+      if (!shows || !data || !focus) continue;
+      canvas.dataset.perHead = String(this.strip.perHead);
+      const count = side === "query" ? data.cols[1] - data.cols[0] : data.rows[1] - data.rows[0];
+      drawStrips(ctx, data.heads, count, 0, this.strip.perHead, this.rowHeight, (k, t) => this.weightAt(data, k, focus, t));
+    }
   }
 
   /** The weight of head k between the focused token and token t of the other column. */
@@ -391,7 +457,8 @@ export class LinePanel {
 
   private readonly onOver = (event: MouseEvent): void => {
     // On the canvas the focus stays, so its lines and strips can be hovered.
-    if (event.target === this.canvas) return;
+    const on = event.target;
+    if (on === this.canvas || on === this.strips.key || on === this.strips.query) return;
     const cell = this.tokenOf(event);
     const next: Focus | null = cell ? { side: cell.dataset.side === "key" ? "key" : "query", index: Number(cell.dataset.local) } : null;
     if (next?.side === this.hover?.side && next?.index === this.hover?.index) return;
@@ -414,7 +481,13 @@ export class LinePanel {
 
   /** The tooltip: the weight under the pointer on the canvas. */
   private readonly onCanvasMove = (event: MouseEvent): void => {
-    const box = this.canvas.getBoundingClientRect();
+    // Coordinates from the left strip's edge: strip, lines, strip lie side by side.
+    const target = event.target;
+    if (target !== this.canvas && target !== this.strips.key && target !== this.strips.query) {
+      this.tip.hidden = true;
+      return;
+    }
+    const box = this.strips.key.getBoundingClientRect();
     const x = event.clientX - box.left;
     const y = event.clientY - box.top;
     const hit = this.hitTest(x, y);
@@ -431,10 +504,10 @@ export class LinePanel {
     Object.assign(this.tip.dataset, { kind: hit.kind, query: String(query), key: String(key), head: String(head.id) });
     this.tip.hidden = false;
     // Beside the pointer, flipped to its left in the right half of the canvas (stays in view).
-    const left = this.canvas.offsetLeft + x;
-    const flip = x > box.width / 2;
+    const left = this.strips.key.offsetLeft + x;
+    const flip = x > this.strip.width + this.width / 2;
     this.tip.style.left = `${flip ? left - 12 : left + 12}px`;
-    this.tip.style.top = `${this.canvas.offsetTop + y + 14}px`;
+    this.tip.style.top = `${this.strips.key.offsetTop + y + 14}px`;
     this.tip.style.transform = flip ? "translateX(-100%)" : "";
   };
 

@@ -72,6 +72,24 @@ export function renderHeadView({ model, el }: { model: Model; el: HTMLElement })
     schedule();
   });
 
+  // Head colours for the background the view is on (light or dark palette),
+  // read from the computed text colour only when the theme may have changed:
+  // getComputedStyle forces a style pass, which every head-box click would
+  // otherwise pay for (1,024 token cells at n = 512).
+  let themeEpoch = 0;
+  let paletteKey = "";
+  let dark = false;
+  const paletteIsDark = (): boolean => {
+    const key = `${model.get("theme")}/${themeEpoch}`;
+    if (key !== paletteKey) {
+      const color = getComputedStyle(root).color;
+      dark = isDarkText(color);
+      if (color) paletteKey = key; // not yet in the document: read it again next time
+      root.dataset.palette = dark ? "dark" : "light";
+    }
+    return dark;
+  };
+
   let headKey = "";
   const syncHeads = (ids: readonly number[], shown: readonly number[], dark: boolean): void => {
     const key = `${ids.join(",")}/${dark}`;
@@ -104,9 +122,7 @@ export function renderHeadView({ model, el }: { model: Model; el: HTMLElement })
 
   const update = (): void => {
     applyTheme(root, model.get("theme"));
-    // Head colours for the background the view is on (light or dark palette).
-    const dark = isDarkText(getComputedStyle(root).color);
-    root.dataset.palette = dark ? "dark" : "light";
+    const dark = paletteIsDark();
     const shown = shownOf(model);
     controls.sync(shown);
     if (!shown) {
@@ -192,7 +208,10 @@ export function renderHeadView({ model, el }: { model: Model; el: HTMLElement })
     save({ selected_token: next });
   };
 
-  const unwatchTheme = watchHostTheme(schedule);
+  const unwatchTheme = watchHostTheme(() => {
+    themeEpoch += 1;
+    schedule();
+  });
   const TRAITS = ["matrix", "pair_filter", "layer", "heads", "selected_token", "theme", "tokens", "decoder_tokens", "matrices", "sentence_b_start"];
   for (const name of TRAITS) model.on(`change:${name}`, schedule);
   headBoxes.addEventListener("click", onHeadClick);
