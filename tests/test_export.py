@@ -456,3 +456,93 @@ def test_saved_page_keeps_its_csp_in_head() -> None:
     head = page[page.index("<head>") : page.index("</head>")]
     assert 'http-equiv="Content-Security-Policy"' in head
     assert page.count("Content-Security-Policy") == 1
+
+
+_RETURN_NOTEBOOK_CELLS = [
+    "import numpy as np\n"
+    "import attnwidget\n"
+    "rng = np.random.default_rng(0)\n"
+    'w = rng.random((2, 2, 5, 5)).astype("float32")\n'
+    "w /= w.sum(-1, keepdims=True)\n"
+    "attention = tuple(layer[None] for layer in w)\n"
+    'tokens = ["[CLS]", "the", "keys", "are", "[SEP]"]',
+    'attnwidget.head_view(attention, tokens, html_action="return")',
+]
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_returned_html_in_jupyterlab_logs_no_csp_error(
+    tmp_path_factory: pytest.TempPathFactory, browser: Any
+) -> None:
+    """The real host: a notebook cell ending in head_view(..., html_action="return")
+    in JupyterLab draws the view, reacts, and the page logs no error; the old
+    output (the complete page, HTML(view.to_html())) run the same way logs the
+    CSP error, so this check would see it."""
+    pytest.importorskip("jupyterlab", reason="JupyterLab is not installed (the notebook extra)")
+    from jupyter_ui import jupyter_server, watch_page
+
+    with jupyter_server("lab", tmp_path_factory.mktemp("jupyterlab-return")) as lab:
+        cells = [
+            {"cell_type": "code", "metadata": {}, "source": source, "outputs": []}
+            for source in _RETURN_NOTEBOOK_CELLS
+        ]
+        kernel = {"display_name": "Python 3", "language": "python", "name": "python3"}
+        notebook = {
+            "cells": cells,
+            "metadata": {"kernelspec": kernel},
+            "nbformat": 4,
+            "nbformat_minor": 5,
+        }
+        (lab.root / "return.ipynb").write_text(json.dumps(notebook), encoding="utf-8")
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        page = context.new_page()
+        watch = watch_page(context, page)
+        try:
+            page.goto(f"{lab.url}/lab/tree/return.ipynb?token={lab.token}")
+            page.locator(".jp-Notebook").first.wait_for(timeout=30000)
+            page.wait_for_function(
+                """() => [...document.querySelectorAll('.jp-StatusBar-TextItem')]
+                     .map(e => e.textContent)
+                     .some(t => /\\|\\s*Idle/.test(t) && !/No Kernel/.test(t))""",
+                timeout=30000,
+            )
+            page.locator(".jp-Notebook .jp-Cell").first.locator(".jp-InputPrompt").click()
+            for _ in _RETURN_NOTEBOOK_CELLS:
+                page.keyboard.press("Shift+Enter")
+            # Shift+Enter on the last cell adds an empty one: wait for the first n.
+            page.wait_for_function(
+                """n => [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')]
+                     .slice(0, n).every(p => /\\[\\d+\\]/.test(p.textContent))""",
+                arg=len(cells),
+                timeout=90000,
+            )
+            output = page.locator(".jp-OutputArea-output .attnw-headview")
+            page.locator(".jp-OutputArea-output .attnw-headview[data-state=ready]").wait_for()
+            assert output.count() == 1
+            output.locator(".attnw-col-left .attnw-token").nth(2).click()
+            output.locator('.attnw-col-left .attnw-pinned[data-index="2"]').wait_for()
+            page.wait_for_timeout(300)
+            watch.assert_clean()
+
+            # The control: the complete page as the output logs the CSP error.
+            last_cell = page.locator(".jp-Notebook .jp-Cell").last
+            last_cell.locator(".jp-InputPrompt").click()
+            page.keyboard.press("Escape")
+            page.keyboard.press("b")
+            page.keyboard.press("Enter")
+            page.keyboard.insert_text(
+                "from IPython.display import HTML\n"
+                "HTML(attnwidget.HeadView(attnwidget.Explanation.from_attentions(w, tokens))"
+                ".to_html())"
+            )
+            page.keyboard.press("Shift+Enter")
+            page.wait_for_function(
+                "() => document.querySelectorAll('.jp-OutputArea-output .attnw-headview')"
+                ".length === 2",
+                timeout=30000,
+            )
+            page.wait_for_timeout(300)
+            assert any("Content Security Policy" in e for e in watch.console_errors)
+        finally:
+            context.close()
