@@ -95,6 +95,25 @@ def test_cross_attention_mismatch_names_each_token_list() -> None:
     assert "(in decoder_tokens and encoder_tokens)" in message
 
 
+def test_explanation_cross_attention_mismatch_names_the_token_lists() -> None:
+    from attnwidget.views import ModelView
+
+    exp = Explanation(
+        tokens=["▁Hello", "▁world", "</s>"],
+        attentions=attention(2, 4, 3),
+        decoder_tokens=["<pad>", "▁Hallo", "▁Welt", "</s>"],
+        decoder_attentions=attention(2, 4, 4),
+        cross_attentions=attention(2, 4, 4, 5),  # 5 keys, but 3 encoder tokens
+        kind="encoder-decoder",
+    )
+    with pytest.raises(AttentionShapeError) as info:
+        ModelView(exp)
+    message = str(info.value)
+    assert "Cross attention has shape (2, 4, 4, 5)" in message
+    assert "4 query and 3 key tokens (rows: decoder_tokens, columns: tokens)" in message
+    assert "expected (layers, heads, 4, 3)" in message
+
+
 def test_a_three_dimensional_array_is_reported_as_given() -> None:
     weights = attention(1, 6, 12, 58)[0]  # (6, 12, 58): one layer of 6 heads, not square
     assert weights.shape == (6, 12, 58)

@@ -170,7 +170,8 @@ class AttentionSet:
             if m.weights.ndim != 4 or m.weights.shape[-2:] != (rows, cols):
                 raise AttentionShapeError(
                     f"{m.label} attention has shape {tuple(m.weights.shape)} but there are "
-                    f"{rows} query and {cols} key tokens; expected (layers, heads, {rows}, {cols})."
+                    f"{rows} query and {cols} key tokens (rows: {m.rows}, columns: {m.cols}); "
+                    f"expected (layers, heads, {rows}, {cols})."
                 )
             if m.weights.size == 0:
                 raise AttentionShapeError(
