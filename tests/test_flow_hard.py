@@ -107,6 +107,7 @@ def test_subgraphs_second_solves_and_fallbacks_match_networkx(
     proof that never succeeds (so the second, finer solve decides), and the
     batch solver for what the direct one leaves."""
     monkeypatch.setattr(flow_module, "SUBGRAPH_FROM_N", 0)
+    monkeypatch.setattr(flow_module, "DIRECT_FROM", 3)
     monkeypatch.setattr(_flowcert, "TRANSPORT_FROM", 4)
     monkeypatch.setattr(_flowcert, "TRANSPORT_TRIAL", 2)
     monkeypatch.setattr(_flow_direct, "KEEPS", (1, 2))
