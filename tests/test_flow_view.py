@@ -210,6 +210,8 @@ def test_per_selection_says_which_methods_ignore_the_selection() -> None:
             for r in replies[1:]
         )
         assert {r["per_selection"] for r in replies} == {not same}, method
+        view.method = method
+        assert view.selection is not None and view.selection["per_selection"] is (not same)
         if not same:
             continue
         # The note under the diagram says the same thing as the status line will.

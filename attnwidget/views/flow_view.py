@@ -89,6 +89,7 @@ from ._flow_messages import (
     EXPORT_BYTES,
     MAX_PATH_EDGES,
     PROGRESS_INTERVAL,
+    SELECTION_FREE,
     _FlowMessages,
     decode_paths,
     encode_paths,
@@ -339,9 +340,11 @@ class FlowView(_FlowMessages):
     def selection(self) -> dict[str, Any] | None:
         """The selected node and the method's scores for it, or None.
 
-        ``{"layer", "token", "text", "method", "down", "up"}``: ``down`` (n,)
-        the input tokens' scores for the node (None at layer 0), ``up`` (n,)
-        the node's token's score for each top node (None at the top layer).
+        ``{"layer", "token", "text", "method", "down", "up", "per_selection"}``:
+        ``down`` (n,) the input tokens' scores for the node (None at layer 0),
+        ``up`` (n,) the node's token's score for each top node (None at the top
+        layer); ``per_selection`` is False for a method whose paths are the same
+        whichever node is selected (lrp explains the target), as the page says.
         """
         if self.selected_token < 0:
             return None
@@ -354,6 +357,7 @@ class FlowView(_FlowMessages):
             "method": self.method,
             "down": result.scores_down.copy() if self.selected_layer > 0 else None,
             "up": result.scores_up.copy() if self.selected_layer < layers else None,
+            "per_selection": self.method not in SELECTION_FREE,
         }
 
     def wire_attention(self) -> np.ndarray:
