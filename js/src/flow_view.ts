@@ -125,11 +125,11 @@ export function renderFlowView({ model, el }: { model: Model; el: HTMLElement })
   let revealed = "";
   const reveal = (sel: Selection): void => {
     const key = sel.token >= 0 ? `${sel.layer}:${sel.token}` : "";
-    if (key === revealed || !geometry) return;
-    revealed = key;
-    if (!key || !scroller) return;
+    if (key === revealed || !geometry || !scroller) return;
     const box = scroller.getBoundingClientRect();
-    if (box.height === 0) return; // not shown (e.g. a hidden tab)
+    if (key && box.height === 0) return; // not shown yet (e.g. a hidden tab): try at the next draw
+    revealed = key;
+    if (!key) return;
     const at = canvas.getBoundingClientRect();
     const y = at.top - box.top + scroller.scrollTop + nodeY(geometry, sel.token);
     const x = at.left - box.left + scroller.scrollLeft + nodeX(geometry, sel.layer);
