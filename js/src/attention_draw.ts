@@ -5,6 +5,9 @@
  */
 import { lineWidthFor, stripAlpha, type LineBuckets } from "./attention_layout";
 
+/** Canvases above this many device pixels on a side fail in browsers. */
+export const MAX_CANVAS_PX = 32000;
+
 /** Segments per path: short paths rasterise fastest (many overlapping edges in one path do not). */
 const SEGMENTS_PER_PATH = 8;
 
@@ -69,12 +72,14 @@ export function visibleBand(el: HTMLElement): [number, number] {
 /**
  * One token's weights per head as blocks beside a column (bertviz's
  * coloured boxes): row t's block of head slot s at (x + s × perHead, t ×
- * row), opacity stripAlpha(weight). `weightOf(head, t)` reads the weight.
+ * row), opacity stripAlpha(weight), for rows [from, to). `weightOf(head,
+ * t)` reads the weight.
  */
 export function drawStrips(
   ctx: CanvasRenderingContext2D,
   heads: readonly { slot: number; color: string }[],
-  count: number,
+  from: number,
+  to: number,
   x: number,
   perHead: number,
   row: number,
@@ -84,7 +89,7 @@ export function drawStrips(
   const gap = perHead >= 6 ? 1 : 0;
   heads.forEach((head, k) => {
     ctx.fillStyle = head.color;
-    for (let t = 0; t < count; t++) {
+    for (let t = from; t < to; t++) {
       const alpha = stripAlpha(weightOf(k, t));
       if (!(alpha > 0)) continue;
       ctx.globalAlpha = alpha;

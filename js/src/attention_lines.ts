@@ -11,7 +11,7 @@
  * its weight (query → key, weight, head) in a tooltip; clicking a query
  * token pins it. Tokens are text nodes (textContent), never markup.
  */
-import { drawStrips, strokeLines, visibleBand } from "./attention_draw";
+import { MAX_CANVAS_PX, strokeLines, visibleBand } from "./attention_draw";
 import {
   bucketLines,
   bucketStrong,
@@ -26,7 +26,8 @@ import {
   type LineBuckets,
   type Range,
 } from "./attention_layout";
-import { nearestLine, weightText } from "./attention_tooltip";
+import { StripCanvases } from "./attention_strips";
+import { panelHit, weightText, type PanelHit } from "./attention_tooltip";
 import { clear, displayToken, h } from "./dom";
 import { formatNumber } from "./format";
 import { DRAW_ALL_EVENT } from "./snapshot";
@@ -62,8 +63,6 @@ export interface PanelData {
  * A focused token's lines (at most heads × tokens) are always all drawn.
  */
 export const LINE_BUDGET = 8000;
-/** Canvases above this many device pixels on a side fail in browsers. */
-const MAX_CANVAS_PX = 32000;
 /** Drawn around the visible part of a tall panel, as a fraction of its height, so short scrolls need no redraw. */
 const BAND_MARGIN = 0.5;
 
@@ -74,15 +73,8 @@ export class LinePanel {
   private readonly left: HTMLElement;
   private readonly right: HTMLElement;
   private readonly canvas: HTMLCanvasElement;
-  /**
-   * The weight strips, each on its own canvas beside the lines (named by the
-   * focus they show: `query` lies by the keys). Apart, a redraw of the lines
-   * (a head toggled) does not copy them too: a canvas costs its whole area
-   * each time it changes (~10,000 px tall at 512 tokens).
-   */
-  private readonly strips: { key: HTMLCanvasElement; query: HTMLCanvasElement };
-  /** What each strip canvas shows (focus and data), to skip redrawing it unchanged. */
-  private stripShown: { key: unknown[] | null; query: unknown[] | null } = { key: null, query: null };
+  /** The weight strips, on their own canvases beside the lines (attention_strips.ts). */
+  private readonly strips = new StripCanvases();
   /** The hover tooltip (weight of the line or strip block under the pointer). */
   readonly tip: HTMLElement = h("div", { className: "attnw-tip", attrs: { role: "tooltip", hidden: true } });
   private leftTokens: readonly string[] = [];
@@ -120,10 +112,6 @@ export class LinePanel {
     this.left = h("div", { className: "attnw-col attnw-col-left", attrs: { role: "list", "aria-label": "Query tokens" } });
     this.right = h("div", { className: "attnw-col attnw-col-right", attrs: { role: "list", "aria-label": "Key tokens" } });
     this.canvas = h("canvas", { className: "attnw-lines-canvas", attrs: { "aria-hidden": "true" } });
-    this.strips = {
-      key: h("canvas", { className: "attnw-strip", attrs: { "aria-hidden": "true", "data-side": "key" } }),
-      query: h("canvas", { className: "attnw-strip", attrs: { "aria-hidden": "true", "data-side": "query" } }),
-    };
     this.el = h("div", { className: "attnw-lines", attrs: { "data-lines": 0, "data-focus": "" } }, [
       this.left,
       this.strips.key,
@@ -339,44 +327,12 @@ export class LinePanel {
     return counts;
   }
 
-  /** Where lines start and end (CSS px): inside the strips. */
-  private lineEnds(): [number, number] {
-    return [this.strip.width, this.strip.width + this.width];
-  }
-
-  /**
-   * Beside the other column: the focused token's weight strip (one block
-   * per head and token), on its own canvas; the other strip is blank. A
-   * strip is redrawn only when what it shows changed.
-   */
+  /** Beside the other column: the focused token's weight strip; the other strip is blank. */
   private drawStrips(height: number, dpr: number): void {
     const data = this.data;
     const focus = data && data.heads.length > 0 ? this.focus() : null;
-    for (const side of ["query", "key"] as const) {
-      const canvas = this.strips[side];
-      const width = this.strip.width;
-      const pxWidth = Math.round(width * dpr);
-      const pxHeight = Math.min(MAX_CANVAS_PX, Math.round(height * dpr));
-      const shows = focus?.side === side ? [data, focus.index, this.rowHeight] : null;
-      const resized = canvas.width !== pxWidth || canvas.height !== pxHeight;
-      const before = this.stripShown[side];
-      if (!resized && (shows === before || (shows && before && shows.every((v, k) => v === before[k])))) continue;
-      this.stripShown[side] = shows;
-      if (resized) {
-        canvas.width = pxWidth;
-        canvas.height = pxHeight;
-        canvas.style.width = `${width}px`;
-        canvas.style.height = `${height}px`;
-      }
-      const ctx = canvas.getContext("2d");
-      if (!ctx) continue;
-      ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-      if (!resized) ctx.clearRect(0, 0, width, height);
-      if (!shows || !data || !focus) continue;
-      canvas.dataset.perHead = String(this.strip.perHead);
-      const count = side === "query" ? data.cols[1] - data.cols[0] : data.rows[1] - data.rows[0];
-      drawStrips(ctx, data.heads, count, 0, this.strip.perHead, this.rowHeight, (k, t) => this.weightAt(data, k, focus, t));
-    }
+    const weightOf = (k: number, t: number): number => this.weightAt(data!, k, focus!, t);
+    this.strips.draw(this.strip, height, dpr, this.rowHeight, data, focus, weightOf, this.band);
   }
 
   /** The weight of head k between the focused token and token t of the other column. */
@@ -385,49 +341,11 @@ export class LinePanel {
     return data.heads[k]!.weights[(data.rows[0] + i) * data.stride + data.cols[0] + j] as number;
   }
 
-  /**
-   * What lies under (x, y) on the canvas: a strip block of the focused
-   * token, else the nearest drawn line. null: nothing (or no data).
-   */
-  hitTest(x: number, y: number): { head: number; i: number; j: number; kind: "line" | "strip" } | null {
-    const data = this.data;
-    if (!data || !this.drawn) return null;
-    const row = this.rowHeight;
-    const focus = this.focus();
-    const [x0, x1] = this.lineEnds();
-    if (focus && (focus.side === "query" ? x > x1 : x < x0)) {
-      const t = Math.floor(y / row);
-      const count = focus.side === "query" ? data.cols[1] - data.cols[0] : data.rows[1] - data.rows[0];
-      const slot = Math.floor((x - (focus.side === "query" ? x1 : 0)) / this.strip.perHead);
-      const k = data.heads.findIndex((head) => head.slot === slot);
-      if (k < 0 || t < 0 || t >= count) return null;
-      const [i, j] = focus.side === "query" ? [focus.index, t] : [t, focus.index];
-      return { head: k, i, j, kind: "strip" };
-    }
-    // Every stroked line as (head, local flat index); strongest levels last.
-    const { buckets, cutoff } = this.drawn;
-    const heads: number[] = [];
-    const flats: number[] = [];
-    buckets.forEach((b, k) => {
-      for (let u = b.starts[Math.max(1, cutoff)]!; u < b.starts[256]!; u++) {
-        heads.push(k);
-        flats.push(b.items[u]!);
-      }
-    });
-    const cols = data.cols[1] - data.cols[0];
-    const iOf = (u: number): number => Math.floor(flats[u]! / cols);
-    const jOf = (u: number): number => flats[u]! - iOf(u) * cols;
-    const u = nearestLine(
-      x,
-      y,
-      x0,
-      x1,
-      flats.length,
-      (v) => (iOf(v) + 0.5) * row,
-      (v) => (jOf(v) + 0.5) * row,
-      (v) => data.heads[heads[v]!]!.weights[(data.rows[0] + iOf(v)) * data.stride + data.cols[0] + jOf(v)] as number,
-    );
-    return u < 0 ? null : { head: heads[u]!, i: iOf(u), j: jOf(u), kind: "line" };
+  /** What lies under (x, y), from the left strip's edge: a block of the focused token's strip, else the nearest drawn line. */
+  hitTest(x: number, y: number): PanelHit | null {
+    if (!this.data || !this.drawn) return null;
+    const geometry = { stripWidth: this.strip.width, perHead: this.strip.perHead, width: this.width, row: this.rowHeight };
+    return panelHit(this.data, this.drawn, this.focus(), geometry, x, y);
   }
 
   /** Classes: the focused and pinned tokens, and keys a causal query cannot see. */

@@ -47,7 +47,7 @@ import {
 } from "./attention_layout";
 import { strokeLines } from "./attention_draw";
 import { LinePanel } from "./attention_lines";
-import { nearestLine, thumbText } from "./attention_tooltip";
+import { thumbHit, thumbText } from "./attention_tooltip";
 import { headColor, isDarkText } from "./colors";
 import { watchHostTheme } from "./host_theme";
 import styles from "./attention.css";
@@ -357,45 +357,15 @@ export function renderModelView({ model, el }: { model: Model; el: HTMLElement }
     const g = geometry;
     if (!t || !g) return null;
     const { row_edges: re, col_edges: ce } = t.index;
-    const br = re.length - 1;
-    const bc = ce.length - 1;
-    const heads = shown.info.shape[1];
-    const values = t.values.subarray((at.layer * heads + at.head) * br * bc, (at.layer * heads + at.head + 1) * br * bc);
-    const rowBins = binsWithin(re, shown.rows);
-    const colBins = binsWithin(ce, shown.cols);
-    const buckets = bucketLines(values, bc, rowBins, colBins, THUMB_CURVE);
-    const cutoff = levelCutoff([buckets], THUMB_LINE_BUDGET);
-    const items = buckets.items.subarray(buckets.starts[cutoff]!, buckets.starts[256]!);
+    const size = (re.length - 1) * (ce.length - 1);
+    const start = (at.layer * shown.info.shape[1] + at.head) * size;
     const o = cellOrigin(g, at.layer, at.head);
-    const inner = g.cell - 2 * THUMB_PAD;
-    const rowSpan = shown.rows[1] - shown.rows[0];
-    const colSpan = shown.cols[1] - shown.cols[0];
-    const iOf = (u: number): number => Math.floor(items[u]! / buckets.blockCols);
-    const jOf = (u: number): number => items[u]! - iOf(u) * buckets.blockCols;
-    const valueOf = (u: number): number => values[(rowBins[0] + iOf(u)) * bc + colBins[0] + jOf(u)]!;
-    const u = nearestLine(
-      x,
-      y,
-      o.x + THUMB_PAD,
-      o.x + g.cell - THUMB_PAD,
-      items.length,
-      (v) => o.y + binCenter(re, rowBins[0] + iOf(v), shown.rows[0], rowSpan, THUMB_PAD, inner),
-      (v) => o.y + binCenter(ce, colBins[0] + jOf(v), shown.cols[0], colSpan, THUMB_PAD, inner),
-      valueOf,
-      3,
-    );
-    if (u < 0) return null;
-    const i = rowBins[0] + iOf(u);
-    const j = colBins[0] + jOf(u);
-    return thumbText(
-      shown.info.layer_ids[at.layer]!,
-      shown.info.head_ids[at.head]!,
-      [re[i]!, re[i + 1]!],
-      [ce[j]!, ce[j + 1]!],
-      shown.rowTokens,
-      shown.colTokens,
-      valueOf(u),
-    );
+    const box = { x: o.x, y: o.y, size: g.cell, pad: THUMB_PAD };
+    const hit = thumbHit(t.values.subarray(start, start + size), re, ce, shown.rows, shown.cols, THUMB_CURVE, THUMB_LINE_BUDGET, box, x, y);
+    if (!hit) return null;
+    const [i, j] = [hit.i, hit.j];
+    const [layer, head] = [shown.info.layer_ids[at.layer]!, shown.info.head_ids[at.head]!];
+    return thumbText(layer, head, [re[i]!, re[i + 1]!], [ce[j]!, ce[j + 1]!], shown.rowTokens, shown.colTokens, hit.weight);
   };
   const onLeave = (): void => {
     place(hoverBox, null);

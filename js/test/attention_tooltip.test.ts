@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 
-import { binLabel, nearestLine, thumbText, tokenLabel, weightText } from "../src/attention_tooltip";
+import { bucketLines, linearCurve } from "../src/attention_layout";
+import { binLabel, nearestLine, panelHit, thumbHit, thumbText, tokenLabel, weightText } from "../src/attention_tooltip";
 
 describe("nearestLine", () => {
   // Three lines from x=0 to x=100: flat at y=10, flat at y=30, rising 10 -> 90.
@@ -48,5 +49,57 @@ describe("tooltip text", () => {
     const pooled = thumbText(0, 0, [0, 2], [2, 4], tokens, tokens, 0.123456);
     assert.match(pooled, /^Layer 0, head 0: #0–#1 → #2–#3: 0\.123 \(pooled/);
     assert.equal(binLabel(4, 5, ["a", "b", "c", "d", "e"]), '#4 "e"');
+  });
+});
+
+describe("panelHit", () => {
+  // 3 x 3 block of a 3 x 4 matrix (stride 4), two heads in slots 0 and 2.
+  const a = Float32Array.from([0.9, 0.1, 0, 0, 0, 0.2, 0.8, 0, 0.5, 0.5, 0, 0]);
+  const b = Float32Array.from([0, 0, 1, 0, 1, 0, 0, 0, 0, 0.3, 0.7, 0]);
+  const data = { stride: 4, rows: [0, 3] as const, cols: [0, 3] as const, heads: [{ slot: 0, weights: a }, { slot: 2, weights: b }] };
+  const g = { stripWidth: 30, perHead: 10, width: 100, row: 20 };
+  const drawnFor = (focus: { side: "query" | "key"; index: number } | null) => ({
+    buckets: data.heads.map((head) => bucketLines(head.weights, 4, [0, 3], [0, 3], linearCurve(1), focus)),
+    cutoff: 1,
+  });
+
+  test("a line: query row to key row across the lines' width", () => {
+    // Head a's line 0 -> 0 is flat at y = 10; head b's 1 -> 0 runs 30 -> 10.
+    assert.deepEqual(panelHit(data, drawnFor(null), null, g, 40, 10), { head: 0, i: 0, j: 0, kind: "line" });
+    assert.deepEqual(panelHit(data, drawnFor(null), null, g, 130, 11), { head: 1, i: 1, j: 0, kind: "line" });
+    assert.equal(panelHit(data, drawnFor(null), null, g, 15, 10), null); // a strip, but no focus
+  });
+
+  test("a strip block: the head in that slot, the token in that row", () => {
+    const focus = { side: "query" as const, index: 1 };
+    // Query strip (beside the keys) starts at x = 130; slot 2 = head b.
+    assert.deepEqual(panelHit(data, drawnFor(focus), focus, g, 155, 45), { head: 1, i: 1, j: 2, kind: "strip" });
+    assert.equal(panelHit(data, drawnFor(focus), focus, g, 145, 45), null); // slot 1: no head there
+    assert.equal(panelHit(data, drawnFor(focus), focus, g, 155, 65), null); // below the last token
+    const key = { side: "key" as const, index: 0 };
+    assert.deepEqual(panelHit(data, drawnFor(key), key, g, 5, 25), { head: 0, i: 1, j: 0, kind: "strip" });
+  });
+});
+
+describe("thumbHit", () => {
+  // 2 x 2 bins over 4 tokens (edges 0, 2, 4); a 48 px cell with 4 px inset:
+  // bin centres at y = 4 + 10 = 14 and 4 + 30 = 34.
+  const values = Float32Array.from([0.7, 0.3, 0.1, 0.9]);
+  const box = { x: 100, y: 50, size: 48, pad: 4 };
+  const hit = (x: number, y: number, budget = 10) =>
+    thumbHit(values, [0, 2, 4], [0, 2, 4], [0, 4], [0, 4], linearCurve(1), budget, box, x, y);
+
+  test("the bin pair of the line under the pointer, with its pooled weight", () => {
+    assert.deepEqual(hit(124, 50 + 14), { i: 0, j: 0, weight: values[0] });
+    assert.deepEqual(hit(124, 50 + 34), { i: 1, j: 1, weight: values[3] });
+    // Where 0 -> 1 and 1 -> 0 cross: the heavier of the two.
+    assert.deepEqual(hit(124, 50 + 24), { i: 0, j: 1, weight: values[1] });
+    assert.equal(hit(90, 64), null); // left of the cell
+  });
+
+  test("only lines the thumbnail draws (the budget's strongest) are hit", () => {
+    assert.deepEqual(hit(124, 50 + 14, 2), { i: 0, j: 0, weight: values[0] });
+    // With a budget of 1 only 0.9 (bins 1 -> 1) is drawn: the flat 0 -> 0 line is not there.
+    assert.equal(hit(124, 50 + 14, 1), null);
   });
 });
