@@ -288,3 +288,29 @@ def test_model_view_at_300_tokens_axes_layout_and_weights(
     assert shown["text"].startswith(f'#{q} "w{q}" → #{key} "w{key}": ')
     assert_shown_as(shown["text"], float(attention[1, 2, q, key]))
     page_watch.assert_clean()
+
+
+def test_bertviz_style_model_view_follows_a_light_page(
+    page_watch, solara_test, page_session
+) -> None:
+    """attnwidget.model_view(...) used to draw bertviz's dark block on a light
+    notebook; by default it now follows the page, as head_view does."""
+    import torch
+
+    from attnwidget import model_view
+
+    attention = structured(1, 4, 12)
+    view = model_view(
+        tuple(torch.from_numpy(a)[None] for a in attention), [f"w{i}" for i in range(12)]
+    )
+    page = page_session
+    root = page.locator(".attnw-modelview[data-state=ready]")
+    root.wait_for()
+    assert (
+        root.get_attribute("data-theme") is None and root.get_attribute("data-palette") == "light"
+    )
+    text = root.evaluate("r => getComputedStyle(r).color")
+    assert contrast(text, "rgb(255, 255, 255)") >= 4.5  # dark text: the light page's own
+    view.theme = "dark"  # Python -> page: bertviz's look on request
+    page.locator(".attnw-modelview[data-theme=dark][data-palette=dark]").wait_for()
+    page_watch.assert_clean()
