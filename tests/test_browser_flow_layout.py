@@ -206,3 +206,28 @@ def test_lrp_status_line_and_note_say_the_same(page_watch, solara_test, page_ses
     )
     assert "same for every selection" not in status.text_content()
     page_watch.assert_clean()
+
+
+def test_selection_made_while_hidden_is_in_sight_when_shown(
+    page_watch, solara_test, page_session
+) -> None:
+    """As in an Explorer tab not shown yet: the diagram is drawn hidden, a node far
+    down is selected from Python, and once it is shown that node is in sight."""
+    import ipywidgets as widgets
+
+    view = FlowView(long_explanation())
+    box = widgets.Box([view], layout=widgets.Layout(display="none"))
+    display(box)
+    page = page_session
+    page.locator(f"{ROOT}[data-state=ready]").wait_for(state="attached")
+    view.select(0, 280)
+    page.locator(f"{ROOT}[data-selected='0:280']").wait_for(state="attached")
+    box.layout.display = "flex"
+    page.locator(ROOT).wait_for(state="visible")
+    page.wait_for_function(
+        "() => { const s = document.querySelector('.attnw-flow .attnw-flow-scroll')"
+        ".getBoundingClientRect(); const r = document.querySelectorAll("
+        "'.attnw-flow .attnw-flow-left .attnw-flow-tok')[280].getBoundingClientRect();"
+        " return s.height > 0 && r.top >= s.top + 18 && r.bottom <= s.bottom; }"
+    )
+    page_watch.assert_clean()

@@ -358,6 +358,9 @@ export function renderFlowView({ model, el }: { model: Model; el: HTMLElement })
     sync();
     draw();
   };
+  // A diagram first drawn hidden (e.g. in an Explorer tab) shows its selection once it has a size.
+  const sizeWatch = typeof ResizeObserver !== "undefined" && scroller ? new ResizeObserver(() => reveal(selection())) : null;
+  if (scroller) sizeWatch?.observe(scroller);
   // Redraw the graph in the new colours when the notebook's theme changes.
   const stopThemeWatch = watchHostTheme(() => {
     painter.invalidate();
@@ -389,6 +392,7 @@ export function renderFlowView({ model, el }: { model: Model; el: HTMLElement })
     model.off("msg:custom", onMessage);
     stopTimers();
     stopThemeWatch();
+    sizeWatch?.disconnect();
     if (hoverFrame) cancelAnimationFrame(hoverFrame);
     for (const [target, type, fn] of listeners) target.removeEventListener(type, fn as EventListener);
     root.remove();
