@@ -71,6 +71,10 @@ from ._maxflow_union import Union, flow_data
 #: Stop refining once every certified gap (upper − lower) is at most this.
 DEFAULT_TOL = 1e-10
 MAX_STAGES = 5
+#: Fewest edge layers between the source's and the sink's edges for which
+#: stage 1's own cut is proved tight instead of solving a stage 2 (on
+#: shallower graphs stage 2 is cheap and the proof cost more than it saved).
+SATURATE_FROM = 3
 #: Edges per scipy call on the full graph (memory is ~150 bytes per edge).
 BATCH_EDGES = 60_000
 #: Subgraph of the first round: each node's strongest in- and out-edges.
@@ -257,6 +261,10 @@ def _solve_batch(
                 break
             # Else prove stage 1's own min cut tight (no further solve), or
             # at least keep its price as the upper bound.
+            if len(inner) < SATURATE_FROM:
+                edges = union.num_edges / count
+                remaining = min(edges / SCALE, max(float(gaps.max()), tol))
+                continue
             ok, price, side = saturate_cut(union, data, net, flow)
             ok &= ~topped
             better = price < upper
