@@ -14,13 +14,10 @@ import {
   edgesAbove,
   lineStyle,
   LEVELS,
-  nodeX,
-  nodeY,
   strongestCut,
   type Buckets,
-  type FlowGeometry,
-  type PathData,
-} from "./flow_paths";
+} from "./flow_lines";
+import { nodeX, nodeY, type FlowGeometry, type PathData } from "./flow_paths";
 import type { FlowData, Selection } from "./flow_store";
 
 /** Path colours, Okabe & Ito (colour-blind safe, readable on light and dark). */

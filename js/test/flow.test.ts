@@ -6,13 +6,15 @@ import {
   contextBudget,
   contextFade,
   CONTEXT_LINES_PER_TOKEN,
-  decodePathsReply,
-  edgeLayerAt,
   edgesAbove,
-  flowGeometry,
   levelOf,
   LEVELS,
   lineStyle,
+} from "../src/flow_lines";
+import {
+  decodePathsReply,
+  edgeLayerAt,
+  flowGeometry,
   MIN_ROW_HEIGHT,
   nearestEdge,
   nodeAt,
