@@ -136,7 +136,11 @@ class FlowView(_FlowMessages):
     click it again (or Esc) to clear. Hover an edge or a node for its numbers.
     The threshold slider hides weaker edges and paths. "raw" and "rollout" are
     computed in the page; "flow", "grad_attention" and "lrp" are asked from
-    the kernel (with a progress bar; the page stays usable).
+    the kernel (with a progress bar; the page stays usable). "lrp" explains the
+    target, so its paths are the same whichever node is selected, and the page
+    says so. Long inputs scroll with rows of at least 16 px (the layer numbers
+    stay in sight, a selection made from Python is scrolled to); above 40
+    tokens weak context lines fade and at most 3 per token and layer are drawn.
 
     Encoder–decoder explanations (T5, BART) get a stack picker: ``stack=
     "decoder"`` draws the decoder's self-attention over the decoder tokens,
