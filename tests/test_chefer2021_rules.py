@@ -167,18 +167,34 @@ def snapshot(model: torch.nn.Module) -> list:
     return state
 
 
-def test_unknown_module_classes_are_refused_before_anything_changes() -> None:
+def test_a_leaf_module_without_a_role_is_refused_before_anything_changes() -> None:
+    """A softmax module where BERT's activation was: no rule of the paper fits it."""
+    model, tokenizer = build("bert-cls")
+    model.bert.encoder.layer[1].intermediate.intermediate_act_fn = torch.nn.Softmax(dim=-1)
+    model.train()  # not the capture's state: it must come back as it was
+    before = snapshot(model)
+    with pytest.raises(
+        ModelNotSupportedError, match=r"chefer2021.*intermediate\.intermediate_act_fn \(Softmax\)"
+    ):
+        attnwidget.explain(model, tokenizer, TEXT, methods=["chefer2021"])
+    assert snapshot(model) == before
+
+
+def test_an_activation_class_by_what_it_computes() -> None:
+    """GPT-2 with ReLU6, a class no name list of ours held: an element-wise activation,
+    so relevance passes it unchanged and is conserved through both blocks."""
     import transformers as tf
 
     _, tokenizer = build("gpt2-lm")
     config = tf.GPT2Config(
-        vocab_size=len(tokenizer), n_embd=16, n_layer=1, n_head=2, activation_function="relu6"
+        vocab_size=len(tokenizer), n_embd=16, n_layer=2, n_head=2, activation_function="relu6"
     )
     model = tf.GPT2LMHeadModel(config)
-    before = snapshot(model)
-    with pytest.raises(ModelNotSupportedError, match=r"ReLU6.*relevance.*attnlrp"):
-        attnwidget.explain(model, tokenizer, TEXT, methods=["chefer2021"])
-    assert snapshot(model) == before
+    assert isinstance(model.transformer.h[0].mlp.act, torch.nn.ReLU6)
+    randomise(model, seed=6)
+    run = target_score(model, tokenizer, "causal-lm").rerun(chefer_rules)
+    totals = [float(r.sum()) for r in run.state.block_relevance]
+    assert len(totals) == 2 and np.allclose(totals, 1.0, atol=1e-4), totals
 
 
 def test_an_inline_operation_without_a_rule_is_refused_after_the_forward() -> None:

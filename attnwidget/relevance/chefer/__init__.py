@@ -9,13 +9,23 @@ Llama-style decoders (Qwen2, Mistral) use our extension of its rules (see
 :mod:`.engine`).
 
 Modules: :mod:`.rules` (the rules as autograd functions), :mod:`.attention`
-(the attention function), :mod:`.engine` (install them for one pass, check
-the path, restore the model), :mod:`.result` (:func:`run_chefer_relevance`).
+(the attention function), :mod:`.leaves` (each leaf module's rule, from the
+role AttnLRP's structure detection finds for it), :mod:`.engine` (install
+them for one pass, check the path, restore the model), :mod:`.result`
+(:func:`run_chefer_relevance`).
 """
 
 from __future__ import annotations
 
 from .engine import CheferRecorder, chefer_rules
+from .leaves import LeafRule, paper_rules
 from .result import CheferRelevance, run_chefer_relevance
 
-__all__ = ["CheferRecorder", "CheferRelevance", "chefer_rules", "run_chefer_relevance"]
+__all__ = [
+    "CheferRecorder",
+    "CheferRelevance",
+    "LeafRule",
+    "chefer_rules",
+    "paper_rules",
+    "run_chefer_relevance",
+]

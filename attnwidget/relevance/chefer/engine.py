@@ -6,9 +6,12 @@ authors' one-hot start) compute the paper's relevance as the gradient
 (Chefer, Gur & Wolf, CVPR 2021; rules in :mod:`.rules`). The blocks are
 recognised by structure, not by ``config.model_type``:
 
-* **modules**: ``nn.Linear`` and GPT-2's ``Conv1D`` get the α1β0 rule,
-  ``LayerNorm``, ``*RMSNorm`` and activation modules pass relevance
-  unchanged (forward hooks that return the same value wrapped in the rule);
+* **leaf modules**: each one's role is decided from what it computes, not
+  its class name (:mod:`.leaves`, using AttnLRP's structure detection):
+  linear layers (``nn.Linear``, GPT-2's ``Conv1D``, a Linear copied under
+  another name) get the α1β0 rule; LayerNorm, RMSNorm and element-wise
+  activations pass relevance unchanged (forward hooks that return the same
+  value wrapped in the rule); a router or a module without a role is refused;
 * **attention**: transformers' attention interface is switched to
   :func:`.attention.chefer_attention` (matmul splits, halving);
 * **operations written inline** in a parent's forward are rewired where they
@@ -34,9 +37,10 @@ After the forward, every operation between the target and the first block's
 input is checked: rules, permutations, selections, reshapes and fan-out only
 (:data:`STRUCTURAL`). Anything else would receive its plain gradient, which
 is not the paper's relevance, so the pass is refused with
-:class:`ModelNotSupportedError` naming it. Leaf modules of unknown classes
-are refused before anything is installed. On exit, also after an error, the
-attention implementation and the hooks are what they were.
+:class:`ModelNotSupportedError` naming it. Leaf modules without a rule
+and encoder-decoder models are refused before anything is installed. On
+exit, also after an error, the attention implementation and the hooks are
+what they were.
 """
 
 from __future__ import annotations
@@ -53,33 +57,10 @@ from torch.utils.hooks import RemovableHandle
 from ...capture.state import _all_configs
 from ...errors import ModelNotSupportedError
 from .attention import _HINT, IMPLEMENTATION, AttentionCalls, active_pass, register
+from .leaves import ALPHA_BETA, UNCHANGED, LeafRule, paper_rules
 from .rules import NODE_NAMES, alpha_beta, pass_through, product_split, residual_add
 
 register(required=False)  # transformers<5: attnwidget imports, the pass refuses
-
-#: Linear layers (α1β0); GPT-2's ``Conv1D`` keeps its weight transposed.
-LINEAR = frozenset({"Linear", "Conv1D"})
-#: Leaf modules that pass relevance unchanged (LayerNorm and activations).
-PASS = frozenset(
-    {
-        "LayerNorm",
-        "GELUActivation",
-        "NewGELUActivation",
-        "FastGELUActivation",
-        "GELUTanh",
-        "AccurateGELUActivation",
-        "QuickGELUActivation",
-        "SiLUActivation",
-        "GELU",
-        "SiLU",
-        "Tanh",
-        "ReLU",
-        "LeakyReLU",
-    }
-)
-#: Leaf modules with no effect on relevance in eval mode (embeddings sit below
-#: the first block, which is where the pass ends).
-PASSIVE = frozenset({"Dropout", "Identity"})
 
 #: Autograd nodes whose plain gradient moves, selects or sums relevance
 #: correctly: permutations, selections, reshapes, concatenation and fan-out.
@@ -190,26 +171,6 @@ class CheferRecorder:
         self._candidates.clear()
 
 
-def check_modules(model: nn.Module) -> None:
-    """Refuse leaf modules of classes the paper's rules do not cover."""
-    unknown = sorted(
-        {
-            type(m).__name__
-            for m in model.modules()
-            if not any(True for _ in m.children())
-            and not isinstance(m, nn.Embedding)
-            and type(m).__name__ not in LINEAR | PASS | PASSIVE
-            and not type(m).__name__.endswith(("RMSNorm", "RotaryEmbedding"))
-        }
-    )
-    if unknown:
-        raise ModelNotSupportedError(
-            f"chefer2021 with the paper's rules (Chefer, Gur & Wolf 2021: α1β0 on linear "
-            f"layers, LayerNorm and activations passed unchanged) has no rule for the module "
-            f"class(es) {', '.join(unknown)} in {type(model).__name__}; {_HINT}"
-        )
-
-
 @contextmanager
 def chefer_rules(model: nn.Module) -> Iterator[CheferRecorder]:
     """Context manager: the model's gradients are the paper's LRP relevance.
@@ -218,11 +179,17 @@ def chefer_rules(model: nn.Module) -> Iterator[CheferRecorder]:
     entered it) and one backward pass from the target logit with gradient 1.
     The gradient that reaches each returned attention map is then ``R^{A_l}``
     (B, H, n, n). Raises :class:`ModelNotSupportedError` for structures the
-    rules do not cover (before installing anything for unknown module
-    classes; after the forward, from the path check, for inline operations).
+    rules do not cover (before installing anything for leaf modules without
+    a rule; after the forward, from the path check, for inline operations).
     """
     register()  # names the transformers version needed, before anything changes
-    check_modules(model)
+    if getattr(getattr(model, "config", None), "is_encoder_decoder", False):
+        raise ModelNotSupportedError(
+            f"{type(model).__name__} is an encoder-decoder model; the rules of Chefer, Gur & "
+            "Wolf (2021) cover self-attention in encoders (and our extension, decoders), "
+            "not cross-attention. Use an encoder-only or decoder-only model."
+        )
+    rules = paper_rules(model)  # refuses a module without a rule, before any change
     configs = _all_configs(model)
     saved = [(c, c.__dict__.get("_attn_implementation_internal", _MISSING)) for c in configs]
     recorder = CheferRecorder()
@@ -231,7 +198,7 @@ def chefer_rules(model: nn.Module) -> Iterator[CheferRecorder]:
     token = None
     try:
         _switch(model, configs)
-        _install(model, recorder, handles)
+        _install(model, recorder, handles, rules)
         token = active_pass().set(recorder.calls)
         yield recorder
     finally:
@@ -289,15 +256,18 @@ def _resolving_pre_hook(recorder: CheferRecorder, name: str, on_block: bool = Fa
     return hook
 
 
-def _install(model: nn.Module, recorder: CheferRecorder, handles: list[RemovableHandle]) -> None:
-    for module in model.modules():
-        kind = type(module).__name__
-        if kind in LINEAR:
-            transposed = kind == "Conv1D"  # weight (in, out)
+def _install(
+    model: nn.Module,
+    recorder: CheferRecorder,
+    handles: list[RemovableHandle],
+    rules: dict[str, LeafRule],
+) -> None:
+    for name, module in model.named_modules():
+        rule = rules.get(name or type(model).__name__)
+        if rule is not None and rule.kind == ALPHA_BETA:
 
-            def linear(mod: nn.Module, args: tuple, out: torch.Tensor, t: bool = transposed):
-                weight = mod.weight.T if t else mod.weight
-                return recorder.keep(alpha_beta(args[0], out, weight))
+            def linear(mod: nn.Module, args: tuple, out: torch.Tensor, rule: LeafRule = rule):
+                return recorder.keep(alpha_beta(args[0], out, rule.weight(mod)))
 
             handles.append(
                 module.register_forward_pre_hook(
@@ -305,7 +275,7 @@ def _install(model: nn.Module, recorder: CheferRecorder, handles: list[Removable
                 )
             )
             handles.append(module.register_forward_hook(linear))
-        elif kind in PASS or kind.endswith("RMSNorm"):
+        elif rule is not None and rule.kind == UNCHANGED:
 
             def unchanged(_mod: nn.Module, args: tuple, out: torch.Tensor) -> torch.Tensor:
                 return recorder.keep(pass_through(args[0], out))
