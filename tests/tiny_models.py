@@ -174,9 +174,21 @@ def _more_families(tf, family: str, labels: dict):
     if family == "mpnet-cls":
         config = tf.MPNetConfig(**SMALL, vocab_size=len(wp), pad_token_id=0, **labels)
         return tf.MPNetForSequenceClassification(config), wp
-    if family == "deberta-v2-cls":
+    if family == "deberta-v2-cls":  # DeBERTa-v3's disentangled attention (c2p, p2c)
         config = tf.DebertaV2Config(
-            **SMALL, vocab_size=len(wp), pad_token_id=0, max_position_embeddings=64, **labels
+            **SMALL,
+            vocab_size=len(wp),
+            pad_token_id=0,
+            max_position_embeddings=64,
+            relative_attention=True,
+            pos_att_type=["p2c", "c2p"],
+            position_buckets=16,
+            max_relative_positions=-1,
+            norm_rel_ebd="layer_norm",
+            share_att_key=True,
+            position_biased_input=False,
+            type_vocab_size=0,
+            **labels,
         )
         return tf.DebertaV2ForSequenceClassification(config), wp
     rope = {"rope_type": "default", "rope_theta": 10000.0}
@@ -244,17 +256,23 @@ def _more_families(tf, family: str, labels: dict):
             eos_token_id=2,
         )
         return tf.MixtralForCausalLM(config), bos
-    if family == "falcon-lm":
+    falcon = {  # rotary + parallel attention (Falcon-7B); ALiBi, sequential (RW-1B);
+        # new decoder architecture, grouped key/value heads, two norms (Falcon-40B)
+        "falcon-lm": dict(parallel_attn=True, alibi=False, multi_query=True),
+        "falcon-alibi-lm": dict(parallel_attn=False, alibi=True, multi_query=False),
+        "falcon-new-lm": dict(new_decoder_architecture=True, num_kv_heads=2, alibi=False),
+    }
+    if family in falcon:
         config = tf.FalconConfig(
             vocab_size=len(bos),
             hidden_size=32,
             num_hidden_layers=2,
             num_attention_heads=4,
-            parallel_attn=True,
-            alibi=False,
+            max_position_embeddings=64,
             pad_token_id=bos.pad_token_id,
             bos_token_id=1,
             eos_token_id=2,
+            **falcon[family],
         )
         return tf.FalconForCausalLM(config), bos
     return None

@@ -58,6 +58,18 @@ class AttentionLedger:
     #: the pass's :class:`~.inline.InlineState`: suspended inside this function,
     #: whose products already get their rules here.
     inline: Any = None
+    #: parts of ``logit_relevance[l]`` for attention written inline (see
+    #: :mod:`.inline_attention`): the logits' ``X ⊙ g`` and minus each bias's share.
+    parts: dict[int, dict[int, torch.Tensor]] = field(default_factory=dict)
+
+    def set_part(self, index: int, key: int, value: torch.Tensor) -> None:
+        """Set one part of layer ``index``'s logit relevance (hooks fire in any order)."""
+        parts = self.parts.setdefault(index, {})
+        parts[key] = value
+        total = None
+        for part in parts.values():
+            total = part if total is None else total + part
+        self.logit_relevance[index] = total
 
 
 _ACTIVE: ContextVar[AttentionLedger | None] = ContextVar("attnwidget_lrp_pass", default=None)

@@ -126,6 +126,7 @@ def lrp_rules(model: nn.Module, *, epsilon: float = DEFAULT_EPSILON) -> Iterator
     recorder = LRPRecorder(epsilon=float(epsilon))
     installer = Installer(epsilon=float(epsilon))
     recorder.ledger.inline = installer.state
+    installer.state.ledger = recorder.ledger  # softmax attention written inline
     token = None
     try:
         _switch(model, configs)
@@ -155,12 +156,18 @@ def _switch(model: nn.Module, configs: list[Any]) -> None:
         if "_experts_implementation_internal" in config.__dict__:
             config.__dict__["_experts_implementation_internal"] = "eager"
     setter = getattr(model, "set_attn_implementation", None)
-    if callable(setter):
+    # Models that compute attention inline (MPNet, Falcon, DeBERTa-v2) cannot switch:
+    # transformers then only logs a warning and keeps e.g. "sdpa", whose boolean mask
+    # Falcon's eager path would add to its logits; the configs are set directly instead,
+    # so masks come from the registered eager (additive) mask function.
+    can_set = getattr(model, "_can_set_attn_implementation", None)
+    if callable(setter) and (not callable(can_set) or can_set()):
         try:
             setter(IMPLEMENTATION)
-            return
         except (ValueError, NotImplementedError, AttributeError, KeyError):
             pass  # fall back to setting the configs directly
+        if all(getattr(c, "_attn_implementation", None) == IMPLEMENTATION for c in configs):
+            return
     for config in configs:
         if hasattr(config, "_attn_implementation_internal"):
             config._attn_implementation_internal = IMPLEMENTATION

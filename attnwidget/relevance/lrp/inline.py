@@ -20,10 +20,15 @@ frozen for the pass), applies the rule of Achtibat et al. (ICML 2024):
 * additions, concatenations, views, indexing, centring sums: linear, plain
   gradient (the ε-rule with ε = 0). Parallel residual blocks (GPT-NeoX) need
   nothing more: ``x + attn(ln1(x)) + mlp(ln2(x))`` is a sum.
-* softmax, division by an input-dependent tensor, powers, roots, exponentials
-  and other non-linear operations without a rule: refused, naming the module
-  that runs them (e.g. a model whose attention does not go through
-  transformers' attention interface, or a normalisation written inline).
+* softmax over the last axis of square ``(…, n, n)`` logits: softmax attention
+  written inline (MPNet, Falcon, DeBERTa-v2): the plain gradient (the softmax
+  rule in this form), with the logits' relevance recorded for the absorption
+  accounting and constants added to the logits kept as biases
+  (:mod:`.inline_attention`).
+* any other softmax, log-softmax or fused attention kernel, division by an
+  input-dependent tensor, powers, roots, exponentials and other non-linear
+  operations without a rule: refused, naming the module that runs them (e.g.
+  a router or a normalisation written inline).
 
 Inside modules that have a rule of their own (norms, activations, linear layers,
 the attention function) the mode is suspended: their output is replaced as a
@@ -42,6 +47,8 @@ from torch import nn
 from torch.overrides import TorchFunctionMode
 
 from ...errors import ModelNotSupportedError
+from .attention import AttentionLedger
+from .inline_attention import add_bias, carry, softmax_rule
 from .rules import epsilon_rule, identity_rule, uniform_rule
 
 T = torch.Tensor
@@ -106,10 +113,18 @@ _ACTIVATIONS = {
     F.hardtanh,
     F.softplus,
 }
+_SOFTMAX = {torch.softmax, T.softmax, F.softmax}
+_SUBTRACTIONS = {
+    torch.sub,
+    torch.subtract,
+    T.sub,
+    T.subtract,
+    T.__sub__,
+    T.__rsub__,
+    T.__isub__,
+    T.sub_,
+}
 _ATTENTION = {
-    torch.softmax,
-    T.softmax,
-    F.softmax,
     torch.log_softmax,
     T.log_softmax,
     F.log_softmax,
@@ -149,6 +164,24 @@ _NO_RULE = {
 }
 
 
+#: Augmented assignments and their out-of-place forms.
+_AUGMENTED = {
+    T.__iadd__: T.__add__,
+    T.__isub__: T.__sub__,
+    T.__imul__: T.__mul__,
+    T.__itruediv__: T.__truediv__,
+}
+
+
+def _rule_output(value: Any) -> bool:
+    """A view returned by one of the rules' autograd functions (see :mod:`.rules`)."""
+    return (
+        isinstance(value, torch.Tensor)
+        and value._is_view()
+        and isinstance(value.grad_fn, torch.autograd.function.BackwardCFunction)
+    )
+
+
 @dataclass
 class InlineState:
     """What the mode needs: ε, the module stack (for messages), suspension depth."""
@@ -161,6 +194,8 @@ class InlineState:
     pending: dict[int, torch.Tensor] = field(default_factory=dict)
     #: called with (lookup output, the sum it was added into) when that happens
     on_source: Callable[[torch.Tensor, torch.Tensor], None] | None = None
+    #: the pass's attention ledger, for softmax attention written inline
+    ledger: AttentionLedger | None = None
 
     def where(self) -> str:
         """``path (Class)`` of the innermost module running now."""
@@ -197,6 +232,24 @@ class InlineRules(TorchFunctionMode):
         state = self.state
         if state.suspended or not state.stack:
             return func(*args, **kwargs)
+        if func in _AUGMENTED and args and _rule_output(args[0]):
+            # `a += b` on a module output a rule replaced (a view made by a custom
+            # autograd function, which torch forbids modifying in place): Python
+            # rebinds `a` to what this returns, so the out-of-place sum is the same
+            func = _AUGMENTED[func]
+        operands = _operands(args, kwargs)
+        dependent = sum(depends(v) for v in operands)
+        out = self._apply(func, args, kwargs, dependent)
+        # constant biases on their way to attention logits (inline_attention)
+        carry(func, operands, out, dependent)
+        if func in _ADDITIONS or func in _SUBTRACTIONS:
+            add_bias(func, args, kwargs, out)
+        return out
+
+    def _apply(
+        self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict, dependent: int
+    ) -> Any:
+        state = self.state
         if func in _ADDITIONS and state.pending:
             return self._addition(func, args, kwargs)
         if func in _PRODUCTS or func is torch.einsum:
@@ -206,23 +259,26 @@ class InlineRules(TorchFunctionMode):
             return epsilon_rule(out, state.epsilon) if depends(out) else out
         if func in _ACTIVATIONS and args and depends(args[0]):
             return identity_rule(args[0], func(*args, **kwargs))
+        if func in _SOFTMAX and dependent:
+            return softmax_rule(
+                func, args, kwargs, state.ledger, lambda what: self._refuse(func, what)
+            )
         if func in _DIVISIONS and len(args) > 1:
             denominator = args[0] if func is T.__rtruediv__ else args[1]
             if depends(denominator):
                 self._refuse(func, "a division by an input-dependent tensor (a normalisation?)")
         elif func in _IN_PLACE_PRODUCTS:
-            if sum(depends(v) for v in _operands(args, kwargs)) > 1:
+            if dependent > 1:
                 self._refuse(func, "an in-place product of two input-dependent tensors")
-        elif func in _ATTENTION and any(depends(v) for v in _operands(args, kwargs)):
+        elif func in _ATTENTION and dependent:
             self._refuse(
                 func,
-                "a softmax of input-dependent values: softmax attention computed by the "
-                "module itself instead of through transformers' attention interface "
-                "(ALL_ATTENTION_FUNCTIONS), so the attention rules cannot be put in "
-                "without replacing its code (or a router written inline, whose weights "
-                "LRP would hold constant only in a module of its own)",
+                "attention computed by a fused kernel or a log-softmax inside the module "
+                "instead of through transformers' attention interface "
+                "(ALL_ATTENTION_FUNCTIONS) or a softmax written out, so its attention "
+                "weights and their rules are out of reach",
             )
-        elif func in _NO_RULE and any(depends(v) for v in _operands(args, kwargs)):
+        elif func in _NO_RULE and dependent:
             self._refuse(func, "a non-linear operation that has no LRP rule here")
         return func(*args, **kwargs)
 
