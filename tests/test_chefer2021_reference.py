@@ -46,7 +46,9 @@ class Reference:
 
     def __init__(self, model: torch.nn.Module) -> None:
         config = model.config
-        self.roberta = config.model_type == "roberta"
+        # RoBERTa's code (also XLM-R's and CamemBERT's): weights under "roberta.",
+        # positions offset past the padding id, a two-layer classification head.
+        self.roberta = hasattr(model, "roberta")
         self.prefix = "roberta." if self.roberta else "bert."
         self.w = {k: v.detach().double() for k, v in model.state_dict().items()}
         self.layers = config.num_hidden_layers
