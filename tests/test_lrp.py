@@ -146,7 +146,8 @@ def bias_relevance_hooks(model: torch.nn.Module, store: list) -> list:
             continue
 
         def hook(_module, _args, output, bias=bias):
-            output.register_hook(lambda grad: store.append(float((bias * grad).sum())))
+            if output.requires_grad:  # not e.g. DeBERTa's projections of position embeddings
+                output.register_hook(lambda grad: store.append(float((bias * grad).sum())))
 
         handles.append(module.register_forward_hook(hook))
     return handles

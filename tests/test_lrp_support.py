@@ -7,6 +7,7 @@ modes, weights, hooks, no parameter gradients).
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 from test_lrp import ATTNLRP, LRP_FAMILIES, TEXT, assert_same, snapshot
@@ -30,9 +31,9 @@ def test_encoder_decoder_models_are_refused_clearly(family: str) -> None:
 
 
 @pytest.mark.parametrize("family", sorted(REFUSED_FAMILIES))
-def test_attention_outside_the_interface_is_refused_naming_the_module(family: str) -> None:
-    """MPNet (relative position bias), DeBERTa-v2 (disentangled attention) and Falcon
-    compute softmax attention inside their own modules in transformers 5."""
+def test_attention_without_a_rule_is_refused_naming_the_module(family: str) -> None:
+    """Bloom computes its attention logits inline as ``alibi.baddbmm(q, k)``: a product
+    fused with a sum, whose factors the uniform rule cannot reach."""
     model, tokenizer = build(family)
     model.train()
     before = snapshot(model)
@@ -42,7 +43,39 @@ def test_attention_outside_the_interface_is_refused_naming_the_module(family: st
         )
     message = str(info.value)
     assert f"({REFUSED_FAMILIES[family]})" in message and ".0." in message  # path and class
-    assert "attention interface" in message and "softmax" in message
+    assert "baddbmm" in message and "no LRP rule" in message
+    assert_same(model, before)
+
+
+@pytest.mark.parametrize("family", ["mpnet-cls", "deberta-v2-cls", "falcon-lm"])
+def test_attention_written_inline_runs_the_rules_on_the_softmax_it_returns(family: str) -> None:
+    """MPNet, DeBERTa-v2 and Falcon compute softmax attention inside their own modules:
+    one logit-relevance record per layer, and the attention maps returned are the
+    softmax outputs the relevance flows through (R^A = A ⊙ ∂y/∂A is not zero, and its
+    sum, minus what the softmax absorbs, is what reaches the logits)."""
+    model, tokenizer = build(family)
+    exp = attnwidget.explain(
+        model, tokenizer, TEXT, methods=["lrp"], method_options={"lrp": {"epsilon": 0.0}}
+    )
+    d = exp.details["lrp"]
+    layers = exp.num_layers
+    assert d["softmax_absorbed"].shape == (layers,)
+    relevance = d["attention_relevance"].astype(np.float64)
+    assert np.all(np.abs(relevance).sum(axis=(1, 2, 3)) > 0)  # every layer's map is on the path
+    grads = exp.attention_grads  # plain gradients: the maps are the captured attention
+    assert grads.shape == relevance.shape
+
+
+def test_an_inline_softmax_that_is_not_attention_is_refused_naming_the_module() -> None:
+    """A softmax over non-square values (here: a classifier head's probabilities written
+    inline) is not attention; LRP has no rule for it."""
+    model, tokenizer = build("mpnet-cls")
+    head = model.classifier
+    forward = head.forward
+    head.forward = lambda features, **kw: torch.softmax(forward(features, **kw), dim=-1)
+    before = snapshot(model)
+    with pytest.raises(ModelNotSupportedError, match=r"classifier \(MPNetClassificationHead\)"):
+        attnwidget.explain(model, tokenizer, TEXT, methods=["lrp"])
     assert_same(model, before)
 
 
@@ -61,14 +94,17 @@ def test_supported_model_types() -> None:
         "albert",
         "bert",
         "camembert",
+        "deberta-v2",
         "distilbert",
         "electra",
+        "falcon",
         "gemma",
         "gpt2",
         "gpt_neox",
         "llama",
         "mistral",
         "mixtral",
+        "mpnet",
         "opt",
         "phi3",
         "qwen2",

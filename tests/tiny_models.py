@@ -142,7 +142,8 @@ PADDING = 20
 
 def _more_families(tf, family: str, labels: dict):
     """The families added for structure-based LRP: RoBERTa copies, ALBERT, Gemma,
-    Phi-3, GPT-NeoX, OPT, Mixtral, and the refused MPNet, DeBERTa-v2 and Falcon."""
+    Phi-3, GPT-NeoX, OPT, Mixtral, MPNet, DeBERTa-v2 (v3's disentangled attention),
+    Falcon (three variants), and the refused Bloom."""
     sp, wp = sentencepiece_tokenizer(), wordpiece_tokenizer()
     if family in {"xlm-roberta-cls", "camembert-mlm"}:
         config_cls, model_cls = {
@@ -275,6 +276,17 @@ def _more_families(tf, family: str, labels: dict):
             **falcon[family],
         )
         return tf.FalconForCausalLM(config), bos
+    if family == "bloom-lm":
+        config = tf.BloomConfig(
+            vocab_size=len(bos),
+            hidden_size=32,
+            n_layer=2,
+            n_head=4,
+            pad_token_id=bos.pad_token_id,
+            bos_token_id=1,
+            eos_token_id=2,
+        )
+        return tf.BloomForCausalLM(config), bos
     return None
 
 
@@ -304,11 +316,14 @@ MORE_FAMILIES = [
     "gpt-neox-lm",
     "opt-lm",
     "mixtral-lm",
+    "mpnet-cls",
+    "deberta-v2-cls",
+    "falcon-lm",
+    "falcon-alibi-lm",
+    "falcon-new-lm",
 ]
 
 #: Families LRP refuses, with the module class that blocks each.
 REFUSED_FAMILIES = {
-    "mpnet-cls": "MPNetSelfAttention",
-    "deberta-v2-cls": "DisentangledSelfAttention",
-    "falcon-lm": "FalconAttention",
+    "bloom-lm": "BloomAttention",  # attention logits as alibi.baddbmm(q, k): a fused product
 }

@@ -26,12 +26,16 @@ for the pass it is set to ``"eager"`` (and restored), whose loop runs
 ``F.linear`` per expert (ε-rule), ``act(gate) * up`` (identity and uniform
 rules) and the product with the constant routing weight (linear).
 
+Attention written inline in the module (MPNet, Falcon, DeBERTa-v2's
+disentangled attention in transformers 5) gets the same rules operation by
+operation (:mod:`.inline_attention`).
+
 So there is no per-family table: a renamed copy of a supported architecture
 works as it is. Families that cannot be supported are refused by the same
-checks, naming the module that blocks them: attention computed inside the
-module instead of through the interface (Falcon, MPNet, DeBERTa-v2's
-disentangled attention in transformers 5), attention variants without a rule
-(sinks, logit soft-capping), encoder-decoder models.
+checks, naming the module that blocks them: attention logits from a fused
+product (Bloom's ``baddbmm``), a softmax that is not over square attention
+logits, attention variants without a rule (sinks, logit soft-capping),
+encoder-decoder models.
 
 Adding a family: build a tiny config of it in ``tests/tiny_models.py`` and add
 it to the conservation tests (``tests/test_lrp.py``); if it is refused, the
@@ -234,14 +238,17 @@ TESTED_MODEL_TYPES = (
     "albert",
     "bert",
     "camembert",
+    "deberta-v2",
     "distilbert",
     "electra",
+    "falcon",
     "gemma",
     "gpt2",
     "gpt_neox",
     "llama",
     "mistral",
     "mixtral",
+    "mpnet",
     "opt",
     "phi3",
     "qwen2",

@@ -124,6 +124,19 @@ _SUBTRACTIONS = {
     T.__isub__,
     T.sub_,
 }
+#: Products fused with a sum: the uniform rule would need their factors apart.
+_FUSED_PRODUCTS = {
+    torch.baddbmm,
+    T.baddbmm,
+    torch.addbmm,
+    T.addbmm,
+    torch.addmm,
+    T.addmm,
+    torch.addcmul,
+    T.addcmul,
+    torch.addcdiv,
+    T.addcdiv,
+}
 _ATTENTION = {
     torch.log_softmax,
     T.log_softmax,
@@ -162,24 +175,6 @@ _NO_RULE = {
     F.group_norm,
     F.normalize,
 }
-
-
-#: Augmented assignments and their out-of-place forms.
-_AUGMENTED = {
-    T.__iadd__: T.__add__,
-    T.__isub__: T.__sub__,
-    T.__imul__: T.__mul__,
-    T.__itruediv__: T.__truediv__,
-}
-
-
-def _rule_output(value: Any) -> bool:
-    """A view returned by one of the rules' autograd functions (see :mod:`.rules`)."""
-    return (
-        isinstance(value, torch.Tensor)
-        and value._is_view()
-        and isinstance(value.grad_fn, torch.autograd.function.BackwardCFunction)
-    )
 
 
 @dataclass
@@ -232,11 +227,6 @@ class InlineRules(TorchFunctionMode):
         state = self.state
         if state.suspended or not state.stack:
             return func(*args, **kwargs)
-        if func in _AUGMENTED and args and _rule_output(args[0]):
-            # `a += b` on a module output a rule replaced (a view made by a custom
-            # autograd function, which torch forbids modifying in place): Python
-            # rebinds `a` to what this returns, so the out-of-place sum is the same
-            func = _AUGMENTED[func]
         operands = _operands(args, kwargs)
         dependent = sum(depends(v) for v in operands)
         out = self._apply(func, args, kwargs, dependent)
@@ -277,6 +267,12 @@ class InlineRules(TorchFunctionMode):
                 "instead of through transformers' attention interface "
                 "(ALL_ATTENTION_FUNCTIONS) or a softmax written out, so its attention "
                 "weights and their rules are out of reach",
+            )
+        elif func in _FUSED_PRODUCTS and dependent > 1:
+            self._refuse(
+                func,
+                "a fused product-plus-sum of input-dependent tensors (e.g. Bloom's "
+                "alibi.baddbmm(q, k) attention logits), which has no LRP rule here",
             )
         elif func in _NO_RULE and dependent:
             self._refuse(func, "a non-linear operation that has no LRP rule here")

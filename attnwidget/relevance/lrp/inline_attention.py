@@ -166,14 +166,14 @@ def softmax_rule(
     """
     logits = args[0]
     dim = args[1] if len(args) > 1 else kwargs.get("dim")
-    if not isinstance(dim, int) or logits.ndim < 3 or dim not in (-1, logits.ndim - 1):
-        refuse("a softmax of input-dependent values over an axis other than the last")
-    if logits.shape[-1] != logits.shape[-2]:
+    if logits.ndim < 3 or logits.shape[-1] != logits.shape[-2]:
         refuse(
             "a softmax of input-dependent values that are not square (…, n, n) attention "
             "logits (a router written inline? LRP holds routing weights constant only in a "
             "module of its own)"
         )
+    if not isinstance(dim, int) or dim not in (-1, logits.ndim - 1):
+        refuse("a softmax of input-dependent values over an axis other than the last")
     for bias in biases(logits):
         if bias.numel != logits.numel():
             refuse("a constant bias broadcast into the attention logits through a reshape")

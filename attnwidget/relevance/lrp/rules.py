@@ -63,15 +63,17 @@ class _EpsilonRule(Function):
 
     @staticmethod
     def forward(ctx, z: torch.Tensor, epsilon: float) -> torch.Tensor:  # type: ignore[override]
-        ctx.save_for_backward(z)
-        ctx.epsilon = epsilon
-        return z.view_as(z)
+        size = z.abs()  # z / (z + ε·sign z) = |z| / (|z| + ε)
+        ctx.save_for_backward(size / (size + epsilon))
+        # Not a view (a view made here may not be modified in place, and models do
+        # modify layer outputs in place: Falcon's `mlp_output += attention_output`);
+        # the factor is kept instead of z, whose storage such a change rewrites.
+        return z.detach()
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor, None]:  # type: ignore[override]
-        (z,) = ctx.saved_tensors
-        size = z.abs()  # z / (z + ε·sign z) = |z| / (|z| + ε)
-        return grad * size / (size + ctx.epsilon), None
+        (factor,) = ctx.saved_tensors
+        return grad * factor, None
 
 
 class _IdentityRule(Function):
