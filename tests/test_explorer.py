@@ -191,3 +191,61 @@ def test_max_length_cut_keeps_the_words_of_a_subword_text() -> None:
     explorer = Explorer(model, tokenizer, text, methods=["rollout"], max_length=16, truncation=True)
     ids = tokenizer(text, truncation=True, max_length=16)["input_ids"]
     assert explorer.explanation.input_ids.tolist() == ids
+
+
+# -- the relevance methods are offered by structure; target labels of padded ids ------
+
+
+def test_a_renamed_copy_of_a_supported_model_gets_the_relevance_methods() -> None:
+    """A BERT rebuilt under other class names and a new model_type (no list knows it)."""
+    from test_chefer2021_reference import randomise
+    from test_chefer2021_structure import renamed
+    from tiny_models import build
+
+    model, tokenizer = build("bert-cls")
+    randomise(model, seed=13)
+    copy = renamed(model)
+    assert copy.config.model_type == "tiny-renamed"
+    explorer = Explorer(copy, tokenizer, "the keys to the cabinet")
+    assert explorer.error == ""
+    assert {"lrp", "chefer2021"} <= set(explorer.explanation.scores)
+    assert {"lrp", "chefer2021"} <= set(explorer.views["flow"].methods)
+
+
+@pytest.mark.parametrize("family", ["mixtral-lm", "opt-lm"])
+def test_chefer2021_is_not_offered_where_the_paper_rules_refuse_the_model(family: str) -> None:
+    """Mixtral's router (refused before a pass) and OPT's residual stream (refused by the
+    path check after the forward): lrp only, and the Explorer explains without an error."""
+    from tiny_models import build
+
+    from attnwidget.errors import ModelNotSupportedError
+
+    model, tokenizer = build(family)
+    with pytest.raises(ModelNotSupportedError, match=r"Chefer, Gur & Wolf"):
+        explain(model, tokenizer, "the keys to the", methods=["chefer2021"])
+    explorer = Explorer(model, tokenizer, "the keys to the")
+    assert explorer.error == "" and explorer.explanation is not None
+    assert "lrp" in explorer.explanation.scores
+    assert "chefer2021" not in explorer.explanation.scores
+
+
+def test_padded_vocabulary_ids_get_a_readable_target_label() -> None:
+    """GPT-NeoX's embedding rows past the tokenizer: an id the model predicts but
+    convert_ids_to_tokens has no text for is labelled <id N>, not None."""
+    import torch
+    from tiny_models import build
+
+    model, tokenizer = build("gpt-neox-lm")
+    text = "the keys to the"
+    padded = len(tokenizer) + 3  # a row of the padded embedding matrix
+    assert tokenizer.convert_ids_to_tokens(padded) is None
+    with torch.no_grad():
+        logits = model(**tokenizer(text, return_tensors="pt")).logits[0, -1]
+        best = int(logits.argmax())
+        assert logits[best] > 0
+        head = model.get_output_embeddings().weight
+        head[padded] = 2 * head[best]  # now the most probable id
+    explorer = Explorer(model, tokenizer, text, methods=["rollout"])
+    labels = {value: label for label, value in explorer.target_picker.options}
+    assert labels[padded].startswith(f"<id {padded}> (p = ")
+    assert not any(label.startswith("None") for label in labels.values())

@@ -27,6 +27,7 @@ import numpy as np
 
 from ..capture.kinds import ENCODER, model_kind
 from ..capture.tokens import max_length as model_max_length
+from ..capture.tokens import token_label
 from ..errors import InputError
 from ..explain import DEFAULT_METHODS, explain
 from ..explanation import Explanation
@@ -47,12 +48,31 @@ _PREDICTED_VALUE = ("__predicted__",)  # a sentinel no label or token id can equ
 
 
 def _default_methods(model: Any) -> list[str]:
-    """explain()'s defaults, plus the LRP methods where the model's family has rules."""
-    from ..relevance.lrp.families import supported_model_types
+    """explain()'s defaults, plus "lrp" and "chefer2021" where their engines run on the model.
+
+    Decided from the model's structure, not its ``config.model_type``, so XLM-R
+    or a renamed copy of a supported model gets them: each engine's checks run
+    on the model (transformers ≥ 5, a rule for every leaf module by what it
+    computes) and one forward pass on 3 tokens with its rules installed
+    (:func:`attnwidget.relevance.chefer.check_runs`), which refuses what only a
+    pass meets: attention outside transformers' interface, or for chefer2021
+    Mixtral's router and OPT's or GPT-NeoX's residual streams. So the Explorer
+    never offers a method whose every run would be refused. Encoder-decoder
+    models get neither.
+    """
+    from ..relevance.chefer import check_runs, chefer_rules
+    from ..relevance.lrp import lrp_rules
 
     methods = list(DEFAULT_METHODS)
-    if getattr(getattr(model, "config", None), "model_type", None) in supported_model_types():
-        methods += ["lrp", "chefer2021"]
+    if getattr(getattr(model, "config", None), "is_encoder_decoder", False):
+        return methods
+    for name, rules in (("lrp", lrp_rules), ("chefer2021", chefer_rules)):
+        try:
+            check_runs(model, rules=rules)
+        except Exception as error:  # an optional method: not offered, never a failed Explorer
+            log.debug("Explorer: %s not offered for %s: %s", name, type(model).__name__, error)
+            continue
+        methods.append(name)
     return methods
 
 
@@ -64,8 +84,8 @@ class Explorer(widgets.VBox):
             (as for :func:`attnwidget.explain`).
         text: the initial text ("" shows an empty Explorer waiting for text).
         methods: the methods :func:`attnwidget.explain` computes (default
-            :data:`attnwidget.DEFAULT_METHODS`, plus "lrp" and "chefer2021" for
-            the model families LRP supports); SaliencyView shows them all.
+            :data:`attnwidget.DEFAULT_METHODS`, plus "lrp" and "chefer2021"
+            where their engines run on the model); SaliencyView shows them all.
         target: the initial target (label name or index for classifiers, token
             string or id for language models); None = the prediction.
         method: the FlowView's initial method.
@@ -308,7 +328,9 @@ class Explorer(widgets.VBox):
         elif explanation is not None and explanation.probabilities is not None:
             probs = np.asarray(explanation.probabilities)
             for token_id in np.argsort(-probs, kind="stable")[:TOP_TOKENS]:
-                token = self._tokenizer.convert_ids_to_tokens(int(token_id))
+                # token_label: ids past the tokenizer's vocabulary (padded embedding
+                # rows) read "<id N>", where convert_ids_to_tokens gives None
+                token = token_label(int(token_id), self._tokenizer)
                 options.append((f"{token} (p = {format_number(probs[token_id])})", int(token_id)))
         if extra is not None and extra not in [value for _, value in options]:
             options.append((str(extra), extra))

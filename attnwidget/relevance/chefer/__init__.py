@@ -19,12 +19,13 @@ from __future__ import annotations
 
 from .engine import CheferRecorder, chefer_rules
 from .leaves import LeafRule, paper_rules
-from .result import CheferRelevance, run_chefer_relevance
+from .result import CheferRelevance, check_runs, run_chefer_relevance
 
 __all__ = [
     "CheferRecorder",
     "CheferRelevance",
     "LeafRule",
+    "check_runs",
     "chefer_rules",
     "paper_rules",
     "run_chefer_relevance",

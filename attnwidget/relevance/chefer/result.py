@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import torch
 
+from ...capture.state import capture_ready
 from ...errors import ModelNotSupportedError
 from .engine import CheferRecorder, chefer_rules
 
@@ -71,3 +75,35 @@ def run_chefer_relevance(target_score: Any) -> CheferRelevance:
 
 
 _CACHE: weakref.WeakKeyDictionary[Any, CheferRelevance] = weakref.WeakKeyDictionary()
+
+
+def check_runs(
+    model: Any,
+    length: int = 3,
+    rules: Callable[[Any], AbstractContextManager[Any]] = chefer_rules,
+) -> None:
+    """Raise what a chefer2021 pass on ``model`` would raise, from one short forward.
+
+    ``rules(model)`` runs its static checks first (for :func:`.chefer_rules`:
+    transformers version, not encoder-decoder, a paper rule for every leaf
+    module); then one forward pass on ``length`` token ids with the rules
+    installed, whose path check refuses operations without a rule (e.g.
+    parallel residual streams). No backward pass; the model is restored as
+    after any pass (:func:`attnwidget.capture.capture_ready`). Any rules
+    context whose refusals come from the forward works the same way
+    (:func:`attnwidget.relevance.lrp.lrp_rules`).
+
+    Raises:
+        ModelNotSupportedError: the reason, as a pass would give it.
+    """
+    embeddings = model.get_input_embeddings()
+    with capture_ready(model), rules(model):
+        ids = torch.arange(1, length + 1, device=embeddings.weight.device)[None]
+        with torch.no_grad():
+            # the relevance path starts at embeddings that need a gradient, as in a pass
+            embeds = embeddings(ids).detach()
+        model(
+            inputs_embeds=embeds.requires_grad_(True),
+            attention_mask=torch.ones_like(ids),
+            return_dict=True,
+        )
