@@ -211,12 +211,16 @@ def test_default_epsilon_only_nudges_the_scores(family: str) -> None:
         ("llama-lm", "products"),
         ("phi3-lm", "products"),
         ("mixtral-lm", "router"),
+        ("mpnet-cls", "logit_biases"),
+        ("falcon-alibi-lm", "logit_biases"),
     ],
 )
 def test_a_missing_rule_breaks_conservation(family: str, removed: str, monkeypatch) -> None:
     """Negative control: the conservation test fails when one rule is left out."""
     if removed == "products":  # inline products keep their plain gradient
         monkeypatch.setattr(lrp_inline, "_PRODUCTS", set())
+    elif removed == "logit_biases":  # relative-position bias, ALiBi counted as logits
+        monkeypatch.setattr(lrp_inline, "add_bias", lambda *args: None)
     else:  # modules of that role keep their plain gradient
         monkeypatch.delitem(lrp_families._RULES, removed)
     gaps = []

@@ -240,7 +240,18 @@ def renamed(model: nn.Module) -> nn.Module:
     return model
 
 
-@pytest.mark.parametrize("family", ["llama-lm", "gemma-lm", "gpt-neox-lm", "albert-cls"])
+@pytest.mark.parametrize(
+    "family",
+    [
+        "llama-lm",
+        "gemma-lm",
+        "gpt-neox-lm",
+        "albert-cls",
+        "mpnet-cls",  # attention written inline, from here on
+        "falcon-lm",
+        "deberta-v2-cls",
+    ],
+)
 def test_a_renamed_copy_gets_the_same_relevance(family: str) -> None:
     from test_lrp import TEXT, randomise
     from tiny_models import build
