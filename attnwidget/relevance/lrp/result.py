@@ -30,8 +30,10 @@ class LRPResult:
         attention_relevance: (L, H, n, n) ``R^{A_l} = A_l ⊙ ∂^{LRP}y/∂A_l``,
             the relevance of each attention weight (what flowed through the
             softmax output of head h from query i to key j).
-        logit_relevance: (L, H, n) relevance of the attention logits
-            ``scaling · q_i·k_j`` summed over keys j (the softmax rule's input).
+        logit_relevance: (L, H, n) relevance of the input-dependent part of the
+            attention logits (``scaling · q_i·k_j``, plus DeBERTa's content-position
+            terms) summed over keys j: the softmax rule's input without the
+            constants added to it (mask, relative-position bias, ALiBi).
         layer_relevance: (L+1, n) relevance of the residual stream at the
             input of each block (row l) and at the last block's output (row L);
             NaN when the model keeps its blocks outside an ``nn.ModuleList``.
@@ -54,7 +56,9 @@ class LRPResult:
 
     @property
     def softmax_absorbed(self) -> np.ndarray:
-        """(L,) relevance the softmax rule's bias absorbs per layer: Σ R^A − Σ R^X."""
+        """(L,) relevance the softmax rule's bias absorbs per layer: Σ R^A − Σ R^X
+        (with the share of constants added to the logits, e.g. a relative-position
+        bias or ALiBi: their gradient × value, which reaches no input)."""
         return self.attention_relevance.sum(axis=(1, 2, 3)) - self.logit_relevance.sum(axis=(1, 2))
 
     @property
@@ -110,8 +114,15 @@ def run_lrp(target_score: Any, *, epsilon: float = DEFAULT_EPSILON) -> LRPResult
             layers.append(np.zeros_like(token) if value is None else _np(value)[0])
         if not layers:  # no block held in an nn.ModuleList: per-layer relevance unknown
             layers = [np.full_like(token, np.nan)] * (run.attentions.shape[0] + 1)
-        logits = [
-            np.zeros(run.attentions.shape[1:3]) if r is None else _np(r)[0]
+        heads_and_rows = run.attentions.shape[1:3]
+        if len(recorder.ledger.logit_relevance) != run.attentions.shape[0]:
+            raise ModelNotSupportedError(
+                f"The LRP pass saw {len(recorder.ledger.logit_relevance)} attention "
+                f"softmaxes but the model returned {run.attentions.shape[0]} attention "
+                "maps, so the maps cannot be matched to the relevance through them."
+            )
+        logits = [  # (B, H, n), or (B·H, n) where a model folds heads into the batch
+            np.zeros(heads_and_rows) if r is None else _np(r).reshape(-1, *heads_and_rows)[0]
             for r in recorder.ledger.logit_relevance
         ]
         cache[key] = LRPResult(
