@@ -141,9 +141,11 @@ def bias_relevance_hooks(model: torch.nn.Module, store: list) -> list:
     for module in model.modules():
         bias = getattr(module, "bias", None)
         if not isinstance(bias, torch.nn.Parameter) or not any(
-            type(module).__name__ == name for name in ("Linear", "Conv1D", "LayerNorm")
+            type(module).__name__ == name for name in ("Linear", "Conv1D", "LayerNorm", "Conv1d")
         ):
             continue
+        if isinstance(module, torch.nn.Conv1d):  # (B, channels, length): bias per channel
+            bias = bias[:, None]
 
         def hook(_module, _args, output, bias=bias):
             if output.requires_grad:  # not e.g. DeBERTa's projections of position embeddings

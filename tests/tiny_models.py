@@ -175,7 +175,11 @@ def _more_families(tf, family: str, labels: dict):
     if family == "mpnet-cls":
         config = tf.MPNetConfig(**SMALL, vocab_size=len(wp), pad_token_id=0, **labels)
         return tf.MPNetForSequenceClassification(config), wp
-    if family == "deberta-v2-cls":  # DeBERTa-v3's disentangled attention (c2p, p2c)
+    deberta = {  # DeBERTa-v3: shared key projections; v2-xlarge: its own, and a conv layer
+        "deberta-v2-cls": dict(share_att_key=True),
+        "deberta-v2-conv-cls": dict(share_att_key=False, conv_kernel_size=3, conv_act="gelu"),
+    }
+    if family in deberta:  # disentangled attention (content-position, position-content)
         config = tf.DebertaV2Config(
             **SMALL,
             vocab_size=len(wp),
@@ -186,9 +190,9 @@ def _more_families(tf, family: str, labels: dict):
             position_buckets=16,
             max_relative_positions=-1,
             norm_rel_ebd="layer_norm",
-            share_att_key=True,
             position_biased_input=False,
             type_vocab_size=0,
+            **deberta[family],
             **labels,
         )
         return tf.DebertaV2ForSequenceClassification(config), wp
@@ -318,6 +322,7 @@ MORE_FAMILIES = [
     "mixtral-lm",
     "mpnet-cls",
     "deberta-v2-cls",
+    "deberta-v2-conv-cls",
     "falcon-lm",
     "falcon-alibi-lm",
     "falcon-new-lm",
