@@ -246,3 +246,51 @@ def test_an_encoder_decoder_model_is_refused_before_anything_changes() -> None:
     with pytest.raises(ModelNotSupportedError, match="encoder-decoder"):
         attnwidget.explain(model, tokenizer, TEXT, methods=["chefer2021"])
     assert snapshot(model) == before
+
+
+# ---- blocks found per attention call; the Explorer's trial pass --------------------------
+
+
+def test_albert_shared_layer_is_one_block_per_use() -> None:
+    """ALBERT runs one layer (inside a layer group, both ModuleList children) once per
+    hidden layer: one block per use, each input carrying the whole relevance."""
+    import transformers as tf
+
+    from attnwidget.capture.record import ModelCall
+    from attnwidget.relevance.chefer import chefer_rules
+    from attnwidget.relevance.rerun import TargetScore
+
+    model, tokenizer = build("albert-cls")
+    model = tf.AlbertForSequenceClassification(
+        model.config.__class__(**{**model.config.to_dict(), "num_hidden_layers": 3})
+    )
+    randomise(model, seed=9)
+    ids = tokenizer(TEXT)["input_ids"]
+    mask = {"attention_mask": torch.ones(1, len(ids), dtype=torch.long)}
+    run = TargetScore(ModelCall(model, "encoder", mask, 0, 1, ids)).rerun(chefer_rules)
+    blocks = run.state.blocks
+    assert len(blocks) == 3 and all(b is blocks[0] for b in blocks)
+    assert type(blocks[0]).__name__ == "AlbertLayer"
+    totals = [float(r.sum()) for r in run.state.block_relevance]
+    assert np.allclose(totals, 1.0, atol=1e-4), totals
+    assert np.all(np.abs(run.attention_grads.sum(axis=(1, 2, 3))) > 1e-3)
+
+
+@pytest.mark.parametrize(
+    ("family", "refusal"),
+    [("bert-cls", None), ("opt-lm", r"AddBackward0"), ("mixtral-lm", r"MixtralTopKRouter")],
+)
+def test_a_trial_pass_refuses_what_a_pass_would_and_restores_the_model(
+    family: str, refusal: str | None
+) -> None:
+    from attnwidget.relevance.chefer import check_runs
+
+    model, _ = build(family)
+    model.train()
+    before = snapshot(model)
+    if refusal is None:
+        check_runs(model)
+    else:
+        with pytest.raises(ModelNotSupportedError, match=refusal):
+            check_runs(model)
+    assert snapshot(model) == before

@@ -124,7 +124,8 @@ class CheferRecorder:
     calls: AttentionCalls = field(default_factory=AttentionCalls)
     blocks: list[nn.Module] = field(default_factory=list)
     block_relevance: list[torch.Tensor | None] = field(default_factory=list)
-    _candidates: list[tuple[nn.Module, torch.Tensor]] = field(default_factory=list)
+    #: (block, its resolved input, attention calls made before it ran), per call
+    _candidates: list[tuple[nn.Module, torch.Tensor, int]] = field(default_factory=list)
     _known: dict[int, tuple[Any, torch.Tensor]] = field(default_factory=dict)
 
     # ---- tensors the pass knows -------------------------------------------
@@ -246,7 +247,7 @@ def _resolving_pre_hook(recorder: CheferRecorder, name: str, on_block: bool = Fa
                 # the path check still walks through it to whatever produced it.
                 resolved = pass_through(resolved, resolved)
             recorder.keep(resolved)
-            recorder._candidates.append((module, resolved))
+            recorder._candidates.append((module, resolved, len(recorder.calls.modules)))
         if resolved is value:
             return args, kwargs
         if positional:
@@ -301,20 +302,29 @@ def _check(model: nn.Module, recorder: CheferRecorder, output: Any) -> None:
             f"{type(model).__name__} never called transformers' attention interface, so the "
             f"paper's attention rules could not be installed; {_HINT}"
         )
-    attention_ids = {id(m) for m in called}
-    boundary = None
-    for block, tensor in recorder._candidates:
-        if any(id(m) in attention_ids for m in block.modules()) and block not in recorder.blocks:
-            recorder.blocks.append(block)
-            index = len(recorder.block_relevance)
-            recorder.block_relevance.append(None)
+    # Each attention call's block: the innermost ModuleList child that started before
+    # it and holds it, i.e. the latest such call (ALBERT runs one shared layer,
+    # inside a layer group, once per layer: one block per use, as in LRP).
+    boundary, used = None, set()
+    for index, attention in enumerate(called):
+        found = [
+            number
+            for number, (block, _, start) in enumerate(recorder._candidates)
+            if start <= index and any(m is attention for m in block.modules())
+        ]
+        if not found or found[-1] in used:  # none, or a second attention in one block call
+            break
+        used.add(found[-1])
+        block, tensor, _ = recorder._candidates[found[-1]]
+        recorder.blocks.append(block)
+        recorder.block_relevance.append(None)
 
-            def keep(grad: torch.Tensor, index: int = index) -> None:
-                recorder.block_relevance[index] = grad.detach().sum(dim=-1)
+        def keep(grad: torch.Tensor, index: int = index) -> None:
+            recorder.block_relevance[index] = grad.detach().sum(dim=-1)
 
-            tensor.register_hook(keep)
-            if len(recorder.blocks) == 1:
-                boundary = tensor.grad_fn
+        tensor.register_hook(keep)
+        if index == 0:
+            boundary = tensor.grad_fn
     if len(recorder.blocks) != len(called):
         raise ModelNotSupportedError(
             f"{type(model).__name__}: found {len(recorder.blocks)} blocks for {len(called)} "
