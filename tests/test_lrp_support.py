@@ -47,6 +47,18 @@ def test_attention_without_a_rule_is_refused_naming_the_module(family: str) -> N
     assert_same(model, before)
 
 
+def test_attention_maps_off_the_relevance_path_are_refused() -> None:
+    """XLNet returns attention maps its output does not depend on through the gradient
+    (relevance reaches its logits but not the maps): refused rather than a zero
+    attention relevance."""
+    model, tokenizer = build("xlnet-cls")
+    model.train()
+    before = snapshot(model)
+    with pytest.raises(ModelNotSupportedError, match="not the softmax output"):
+        attnwidget.explain(model, tokenizer, TEXT, methods=["lrp"])
+    assert_same(model, before)
+
+
 @pytest.mark.parametrize("family", ["mpnet-cls", "deberta-v2-cls", "falcon-lm"])
 def test_attention_written_inline_runs_the_rules_on_the_softmax_it_returns(family: str) -> None:
     """MPNet, DeBERTa-v2 and Falcon compute softmax attention inside their own modules:

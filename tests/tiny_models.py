@@ -143,7 +143,7 @@ PADDING = 20
 def _more_families(tf, family: str, labels: dict):
     """The families added for structure-based LRP: RoBERTa copies, ALBERT, Gemma,
     Phi-3, GPT-NeoX, OPT, Mixtral, MPNet, DeBERTa-v2 (v3's disentangled attention),
-    Falcon (three variants), and the refused Bloom."""
+    Falcon (three variants), and the refused Bloom and XLNet."""
     sp, wp = sentencepiece_tokenizer(), wordpiece_tokenizer()
     if family in {"xlm-roberta-cls", "camembert-mlm"}:
         config_cls, model_cls = {
@@ -280,6 +280,17 @@ def _more_families(tf, family: str, labels: dict):
             **falcon[family],
         )
         return tf.FalconForCausalLM(config), bos
+    if family == "xlnet-cls":
+        config = tf.XLNetConfig(
+            vocab_size=len(sp),
+            d_model=32,
+            n_layer=2,
+            n_head=4,
+            d_inner=64,
+            pad_token_id=sp.pad_token_id,
+            **labels,
+        )
+        return tf.XLNetForSequenceClassification(config), sp
     if family == "bloom-lm":
         config = tf.BloomConfig(
             vocab_size=len(bos),

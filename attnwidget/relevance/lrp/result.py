@@ -125,16 +125,34 @@ def run_lrp(target_score: Any, *, epsilon: float = DEFAULT_EPSILON) -> LRPResult
             np.zeros(heads_and_rows) if r is None else _np(r).reshape(-1, *heads_and_rows)[0]
             for r in recorder.ledger.logit_relevance
         ]
+        attention = run.attentions.astype(np.float64) * run.attention_grads
+        _check_maps_on_path(attention, np.stack(logits))
         cache[key] = LRPResult(
             token_relevance=token,
             input_relevance=token.copy() if sources is None else token + _np(sources)[0],
-            attention_relevance=run.attentions.astype(np.float64) * run.attention_grads,
+            attention_relevance=attention,
             logit_relevance=np.stack(logits),
             layer_relevance=np.stack(layers),
             target_score=run.value,
             epsilon=key,
         )
     return cache[key]
+
+
+def _check_maps_on_path(attention: np.ndarray, logits: np.ndarray) -> None:
+    """Refuse when a returned attention map is not the softmax the relevance went through.
+
+    Relevance reaches a layer's logits only through its softmax output, so logits
+    with relevance and a map without any mean the model returned another tensor
+    (seen: XLNet), and ``attention_relevance`` would be silently zero.
+    """
+    for layer in range(attention.shape[0]):
+        if np.abs(logits[layer]).sum() > 0 and not np.any(attention[layer]):
+            raise ModelNotSupportedError(
+                f"Relevance reached the attention logits of layer {layer}, but not the "
+                "attention map the model returned for it: the map is not the softmax "
+                "output the model computes with, so its relevance cannot be read."
+            )
 
 
 _CACHE: weakref.WeakKeyDictionary[Any, dict[float, LRPResult]] = weakref.WeakKeyDictionary()
