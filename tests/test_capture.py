@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
-from tiny_models import FAMILIES, build
+from tiny_models import FAMILIES, MORE_FAMILIES, build
 
 import attnwidget
 from attnwidget.capture import attention_implementation
@@ -296,3 +296,33 @@ def test_non_finite_attention_is_reported() -> None:
         model.bert.encoder.layer[0].attention.self.query.weight[0, 0] = float("nan")
     with pytest.raises(attnwidget.NonFiniteError, match="NaN/inf"):
         attnwidget.explain(model, tokenizer, TEXT)
+
+
+def _eager_reference_attentions(model, tokenizer, text: str) -> np.ndarray:
+    """The stock model's returned attention, its configs set to eager by hand."""
+    for module in model.modules():
+        config = getattr(module, "config", None)
+        if config is not None and hasattr(config, "_attn_implementation_internal"):
+            config._attn_implementation_internal = "eager"
+    model.eval()
+    with torch.no_grad():
+        outputs = model(**tokenizer(text, return_tensors="pt"), output_attentions=True)
+    return np.stack([a[0].float().numpy() for a in outputs.attentions])
+
+
+@pytest.mark.parametrize("family", MORE_FAMILIES)
+def test_captured_attention_of_more_families_is_the_models_eager_attention(family: str) -> None:
+    # Falcon, MPNet and DeBERTa-v2 write attention inline and refuse
+    # set_attn_implementation; left on sdpa, Falcon's captured rows looked
+    # past the diagonal. The capture must see the eager (masked) weights.
+    model, tokenizer = build(family)
+    before = attention_implementation(model)
+    exp = attnwidget.explain(model, tokenizer, TEXT, methods=["raw"], query_index=1)
+    assert attention_implementation(model) == before
+    reference_model, _ = build(family)
+    expected = _eager_reference_attentions(reference_model, tokenizer, TEXT)
+    assert exp.attentions.shape == expected.shape
+    assert np.allclose(exp.attentions, expected, atol=1e-6)
+    assert np.allclose(exp.attentions.sum(-1), 1.0, atol=1e-5)
+    if family.endswith("-lm"):  # decoders: nothing above the diagonal
+        assert np.abs(np.triu(exp.attentions, k=1)).max() == 0.0

@@ -214,14 +214,22 @@ _MISSING = object()
 
 
 def _switch_to_eager(model: torch.nn.Module) -> None:
+    configs = list(_all_configs(model))
     setter = getattr(model, "set_attn_implementation", None)
-    if callable(setter):
+    # Models that write attention inline (Falcon, MPNet, DeBERTa-v2) refuse the
+    # switch: transformers only logs a warning and keeps e.g. "sdpa", whose
+    # boolean mask such a model's eager path would then *add* to its logits
+    # (seen: a Falcon whose captured attention looked past the diagonal). The
+    # configs are set directly instead, so masks come in eager's additive form.
+    can_set = getattr(model, "_can_set_attn_implementation", None)
+    if callable(setter) and (not callable(can_set) or can_set()):
         try:
             setter("eager")
-            return
-        except (ValueError, NotImplementedError, AttributeError):
+        except (ValueError, NotImplementedError, AttributeError, KeyError):
             pass  # fall back to setting the configs directly
-    for config in _all_configs(model):
+        if all(getattr(c, "_attn_implementation", None) == "eager" for c in configs):
+            return
+    for config in configs:
         if hasattr(config, "_attn_implementation_internal"):
             config._attn_implementation_internal = "eager"
 
