@@ -16,7 +16,7 @@ from .capture import (
     capture_ready,
     model_kind,
 )
-from .capture.run import _default_query
+from .capture.run import default_query
 from .capture.targets import resolve_query_index
 from .capture.tokens import encode, max_length, second_segment_start
 from .errors import InputError
@@ -112,6 +112,7 @@ def explain(
     names = list(DEFAULT_METHODS if methods is None else methods)
     # Unknown names and invalid options fail here, before the model runs.
     options = resolve_method_options([get_method(name) for name in names], method_options)
+    _check_layer_options(model, options)
     kind = model_kind(model)
     limit = max_length(model, tokenizer)
     items = [
@@ -148,10 +149,31 @@ def explain(
             for record in records:
                 if kind == ENCODER:  # the pooled row is known once the model has run
                     ids, first_layer = list(record.input_ids), record.attentions[0]
-                    pooled = _default_query(ENCODER, ids, first_layer, tokenizer, 0)
+                    pooled = default_query(ENCODER, ids, first_layer, tokenizer, 0)
                     _check_pooled_row(record.query_index, (pooled,), names, query_index)
             explanations.extend(_explanation(r, names, options) for r in records)
     return explanations[0] if single else explanations
+
+
+#: Config fields that count a model's (encoder) self-attention layers.
+_LAYER_FIELDS = ("num_hidden_layers", "n_layer", "encoder_layers", "num_layers")
+
+
+def _check_layer_options(model: Any, options: dict[str, dict[str, Any]]) -> None:
+    """A layer-numbered option out of the model's range fails before the run."""
+    start = options.get("chefer2021", {}).get("start_layer")
+    config = getattr(model, "config", None)
+    layers = next(
+        (getattr(config, f) for f in _LAYER_FIELDS if isinstance(getattr(config, f, None), int)),
+        None,
+    )
+    if start is None or layers is None or -layers <= start < layers:
+        return
+    raise InputError(
+        f"method_options['chefer2021']['start_layer']={start} is out of range for a model "
+        f"with {layers} layers; use 0 … {layers - 1} (0: all layers) or -{layers} … -1 "
+        "(-1: the last layer only, the authors' BERT setting)."
+    )
 
 
 def _as_list(value: Any, name: str) -> tuple[list[str], bool]:

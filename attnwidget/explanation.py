@@ -13,6 +13,11 @@ from .errors import AttentionShapeError
 from .methods._graph import as_attention_array
 
 
+def _positions(attentions: Any) -> int | None:
+    shape = getattr(attentions, "shape", None)
+    return int(shape[-1]) if shape is not None and len(shape) else None
+
+
 @dataclass
 class Explanation:
     """Attention and relevance scores of one input for one target.
@@ -61,6 +66,8 @@ class Explanation:
     method_options: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        # A string would read as one token per character; refused with the fix.
+        self.tokens = as_token_list(self.tokens, expected=_positions(self.attentions))
         n = len(self.tokens)
         if self.attentions.ndim != 4 or self.attentions.shape[-2:] != (n, n):
             raise AttentionShapeError(

@@ -228,6 +228,13 @@ BAD_OPTIONS = [
     ),
     (["lrp"], {"lrp": {"embeddings": "position"}}, r"'position'.*'token', 'input'"),
     (["lrp"], {"lrp": {"epsilon": -1}}, r"epsilon'\]=-1.0 must be ≥ 0"),
+    # The tiny BERT has 2 layers: start_layer must name one of them.
+    (
+        ["chefer2021"],
+        {"chefer2021": {"start_layer": 2}},
+        r"start_layer'\]=2 is out of range for a model with 2 layers; use 0 … 1",
+    ),
+    (["chefer2021"], {"chefer2021": {"start_layer": -3}}, r"start_layer'\]=-3 .*-2 … -1"),
     (["raw"], {"raw": "max"}, r"method_options\['raw'\] must be a dict"),
     (["raw"], [("raw", {})], r"method_options must be a dict"),
 ]

@@ -58,6 +58,14 @@ def test_from_attentions_refuses_tokens_as_one_string() -> None:
     assert exp.tokens == words
 
 
+def test_direct_construction_refuses_tokens_as_one_string() -> None:
+    text = "the keys to th"
+    with pytest.raises(TypeError, match=r"tokens is one str .*one per attention position \(14\)"):
+        Explanation(tokens=text, attentions=attention(2, 2, len(text)))
+    exp = Explanation(tokens=("a", "b"), attentions=attention(1, 1, 2))
+    assert exp.tokens == ["a", "b"]
+
+
 def test_as_token_list_takes_any_sequence_of_tokens_and_names_the_count() -> None:
     assert as_token_list(("a", "b")) == ["a", "b"]
     assert as_token_list(np.array(["x", "y"])) == ["x", "y"]

@@ -128,9 +128,17 @@ def _query_logits(logits: torch.Tensor, kind: str, rows: torch.Tensor) -> torch.
     return logits[torch.arange(logits.shape[0], device=logits.device), rows]
 
 
-def _default_query(
+def default_query(
     kind: str, ids: list[int], attention: np.ndarray, tokenizer: Any, decoder_length: int
 ) -> int:
+    """The row a model's prediction is read from when the user names none.
+
+    Causal LMs: the last token; encoder–decoders: the last decoder position;
+    masked LMs: the (first) mask token; classifiers: CLS, or the last token
+    when the first layer's attention shows a causal backbone (a GPT-2
+    classifier pools its last token). ``attention`` is the first layer's
+    (H, n, n) map of the example.
+    """
     n = len(ids)
     if kind == CAUSAL_LM:
         return n - 1
@@ -197,7 +205,7 @@ def _capture_group(
             limit = decoder_length if kind == ENCODER_DECODER else n
             if query_index is None:
                 query_rows.append(
-                    _default_query(kind, item.input_ids, first_layer[b], tokenizer, decoder_length)
+                    default_query(kind, item.input_ids, first_layer[b], tokenizer, decoder_length)
                 )
             else:
                 query_rows.append(resolve_query_index(query_index, 0, limit))
