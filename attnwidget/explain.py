@@ -10,16 +10,19 @@ import numpy as np
 from .capture import (
     ENCODER,
     ENCODER_DECODER,
+    IMAGE,
     AttentionRecord,
     Item,
     capture,
     capture_ready,
     model_kind,
 )
+from .capture.image_inputs import is_image_like
 from .capture.run import default_query
 from .capture.targets import resolve_query_index
 from .capture.tokens import encode, max_length, second_segment_start
 from .errors import InputError
+from .explain_image import explain_images
 from .explanation import Explanation
 from .methods import ScoreContext, available_methods, compute_scores, get_method
 from .methods.options import resolve_method_options
@@ -102,6 +105,9 @@ def explain(
         InputError: bad text, target, query_index or method_options; the model
             is left as it was.
     """
+    kind = model_kind(model)
+    if kind == IMAGE:
+        return _explain_image(model, tokenizer, text, locals())
     texts, single = _as_list(text, "text")
     pairs = _broadcast(text_pair, len(texts), "text_pair")
     targets = target if isinstance(target, list) else [target] * len(texts)
@@ -113,7 +119,6 @@ def explain(
     # Unknown names and invalid options fail here, before the model runs.
     options = resolve_method_options([get_method(name) for name in names], method_options)
     _check_layer_options(model, options)
-    kind = model_kind(model)
     limit = max_length(model, tokenizer)
     items = [
         _item(
@@ -176,7 +181,48 @@ def _check_layer_options(model: Any, options: dict[str, dict[str, Any]]) -> None
     )
 
 
+def _explain_image(
+    model: Any, processor: Any, images: Any, arguments: dict[str, Any]
+) -> Explanation | list[Explanation]:
+    """The image branch of :func:`explain`: text-only arguments refused, options checked."""
+    text_only = {
+        "text_pair": None,
+        "decoder_text": None,
+        "truncation": False,
+        "readable_tokens": True,
+    }
+    given = [name for name, default in text_only.items() if arguments[name] != default]
+    if given:
+        raise InputError(
+            f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for text models; "
+            f"{type(model).__name__} explains images: explain(model, processor, image)."
+        )
+    methods = arguments["methods"]
+    if isinstance(methods, str):
+        raise InputError(f"methods={methods!r} is a string; pass a list, e.g. [{methods!r}].")
+    names = list(DEFAULT_METHODS if methods is None else methods)
+    options = resolve_method_options([get_method(n) for n in names], arguments["method_options"])
+    _check_layer_options(model, options)
+    return explain_images(
+        model,
+        processor,
+        images,
+        names=names,
+        options=options,
+        target=arguments["target"],
+        query_index=arguments["query_index"],
+    )
+
+
 def _as_list(value: Any, name: str) -> tuple[list[str], bool]:
+    if is_image_like(value) or (
+        isinstance(value, Sequence) and value and is_image_like(next(iter(value)))
+    ):
+        raise InputError(
+            f"{name} is an image, but this is a text model; explain images with a Vision "
+            "Transformer (e.g. ViTForImageClassification) and its image processor: "
+            "explain(model, processor, image)."
+        )
     if isinstance(value, str):
         return [value], True
     if isinstance(value, Sequence) and value and all(isinstance(v, str) for v in value):

@@ -44,6 +44,13 @@ class Explanation:
             gap and step count, flow's trivial-bound flags).
         method_options: method name -> the options it ran with, defaults
             filled in (see :func:`attnwidget.method_info`).
+        image, patch_grid, patch_size, special_tokens: image explanations
+            (``kind="image"``) only: the input as uint8 RGB (H, W, 3), the
+            patch grid (rows, cols) the model saw, the patch side in pixels
+            of the model's input, and the indices of the tokens that are not
+            patches (CLS, distillation, registers; they come first). Their
+            scores are 0 (not explained): see :meth:`patch_scores` and
+            :meth:`heatmap`.
     """
 
     tokens: list[str]
@@ -64,6 +71,10 @@ class Explanation:
     cross_attentions: np.ndarray | None = None
     details: dict[str, dict[str, Any]] = field(default_factory=dict)
     method_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    image: np.ndarray | None = None
+    patch_grid: tuple[int, int] | None = None
+    patch_size: int | None = None
+    special_tokens: list[int] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         # A string would read as one token per character; refused with the fix.
@@ -79,6 +90,24 @@ class Explanation:
         rows = len(self.decoder_tokens) if self.decoder_tokens is not None else n
         if not 0 <= self.query_index < rows:
             raise IndexError(f"query_index={self.query_index} out of range for {rows} tokens.")
+        if self.kind == "image":
+            self._check_image()
+
+    def _check_image(self) -> None:
+        image, grid = self.image, self.patch_grid
+        if not isinstance(image, np.ndarray) or image.dtype != np.uint8 or image.ndim != 3:
+            raise ValueError("an image explanation needs image as a uint8 (H, W, 3) array.")
+        if grid is None or self.patch_size is None:
+            raise ValueError("an image explanation needs patch_grid and patch_size.")
+        self.patch_grid = (int(grid[0]), int(grid[1]))
+        self.special_tokens = [int(i) for i in self.special_tokens]
+        patches = len(self.tokens) - len(self.special_tokens)
+        if patches != self.patch_grid[0] * self.patch_grid[1]:
+            raise AttentionShapeError(
+                f"{len(self.tokens)} tokens with {len(self.special_tokens)} special ones leave "
+                f"{patches} patch tokens, but the patch grid {self.patch_grid} has "
+                f"{self.patch_grid[0] * self.patch_grid[1]}."
+            )
 
     @property
     def num_layers(self) -> int:
@@ -146,6 +175,49 @@ class Explanation:
             explanation.scores, explanation.details = compute_scores(names, context)
             explanation.method_options = options
         return explanation
+
+    def _image_scores(self, method: str) -> np.ndarray:
+        if self.kind != "image":
+            raise ValueError(
+                f"patch_scores and heatmap need an image explanation; this one is {self.kind!r} "
+                "(explain an image with attnwidget.explain(model, processor, image))."
+            )
+        if method not in self.scores:
+            raise KeyError(
+                f"no scores for method {method!r}; this explanation has: {', '.join(self.scores)}."
+            )
+        return self.scores[method]
+
+    def patch_scores(self, method: str) -> np.ndarray:
+        """float32 (rows, cols): ``method``'s score of each patch (special tokens left out)."""
+        from ._images import patch_map
+
+        return patch_map(self._image_scores(method), self.special_tokens, self.patch_grid)
+
+    def heatmap(
+        self, method: str, size: str | tuple[int, int] = "image", *, normalize: bool = False
+    ) -> np.ndarray:
+        """float32 map of ``method``'s patch scores over the image.
+
+        Upsampled bilinearly by the patch size as Chefer et al. (2021) do, so
+        ``size="input"`` is the model's input size (rows·patch, cols·patch);
+        ``size="image"`` (default) then resizes that to :attr:`image`'s
+        (H, W); ``(height, width)`` to any size. ``normalize=True`` min–max
+        scales to [0, 1] as their evaluations do.
+        """
+        from ._images import min_max, patch_map, upsample
+
+        patches = patch_map(self._image_scores(method), self.special_tokens, self.patch_grid)
+        if size == "input":
+            target = None
+        elif size == "image":
+            target = tuple(self.image.shape[:2])
+        elif isinstance(size, tuple) and len(size) == 2 and all(int(v) > 0 for v in size):
+            target = (int(size[0]), int(size[1]))
+        else:
+            raise ValueError(f"size={size!r}: use 'image', 'input' or (height, width).")
+        out = upsample(patches, int(self.patch_size), target)
+        return min_max(out) if normalize else out
 
     def top_tokens(self, method: str, k: int = 5) -> list[tuple[str, float]]:
         """The k highest-scored tokens of ``method`` as (token, score) pairs."""

@@ -10,10 +10,13 @@ ENCODER = "encoder"  # sequence classifier (BERT, RoBERTa, DistilBERT, ELECTRA, 
 MASKED_LM = "masked-lm"
 CAUSAL_LM = "causal-lm"
 ENCODER_DECODER = "encoder-decoder"
+IMAGE = "image"  # image classifier (ViT, DeiT, BEiT, Dinov2), read at [CLS]
 
-KINDS = (ENCODER, MASKED_LM, CAUSAL_LM, ENCODER_DECODER)
+KINDS = (ENCODER, MASKED_LM, CAUSAL_LM, ENCODER_DECODER, IMAGE)
 
 _SUFFIXES = (
+    ("ForImageClassification", IMAGE),
+    ("ForImageClassificationWithTeacher", IMAGE),
     ("ForSequenceClassification", ENCODER),
     ("ForMaskedLM", MASKED_LM),
     ("ForCausalLM", CAUSAL_LM),
@@ -43,5 +46,6 @@ def model_kind(model: Any) -> str:
     raise ModelNotSupportedError(
         f"{type(model).__name__} has no head that scores a target, so there is nothing to "
         "explain. Load the model with a head: AutoModelForSequenceClassification (classifiers), "
-        "AutoModelForMaskedLM, AutoModelForCausalLM or AutoModelForSeq2SeqLM."
+        "AutoModelForMaskedLM, AutoModelForCausalLM, AutoModelForSeq2SeqLM, or "
+        "AutoModelForImageClassification for Vision Transformers."
     )

@@ -37,7 +37,8 @@ class AttentionRecord:
     ``decoder_attentions`` (L, H, m, m) and ``cross_attentions`` (L, H, m, n).
     ``query_weights`` (n,) is set for encoder–decoder models only: the
     decoder query's cross-attention over the encoder tokens (see
-    :class:`attnwidget.methods.ScoreContext`).
+    :class:`attnwidget.methods.ScoreContext`). Images (``kind="image"``) have
+    no ``input_ids`` (empty) and carry the image and its patch grid.
     """
 
     kind: str
@@ -60,3 +61,8 @@ class AttentionRecord:
     cross_attentions: np.ndarray | None = None
     query_weights: np.ndarray | None = None
     call: ModelCall | None = None
+    # Images (kind "image") only: see :class:`attnwidget.Explanation`.
+    image: np.ndarray | None = None
+    patch_grid: tuple[int, int] | None = None
+    patch_size: int | None = None
+    special_tokens: list[int] | None = None
