@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import warnings
 
 import numpy as np
@@ -305,8 +306,11 @@ def _eager_reference_attentions(model, tokenizer, text: str) -> np.ndarray:
         if config is not None and hasattr(config, "_attn_implementation_internal"):
             config._attn_implementation_internal = "eager"
     model.eval()
+    # Only what forward() takes: older transformers refuse e.g. token_type_ids on Gemma.
+    accepted = inspect.signature(model.forward).parameters
+    inputs = {k: v for k, v in tokenizer(text, return_tensors="pt").items() if k in accepted}
     with torch.no_grad():
-        outputs = model(**tokenizer(text, return_tensors="pt"), output_attentions=True)
+        outputs = model(**inputs, output_attentions=True)
     return np.stack([a[0].float().numpy() for a in outputs.attentions])
 
 

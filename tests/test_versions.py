@@ -109,7 +109,7 @@ def test_lrp_is_refused_clearly_and_the_model_left_as_it_was(method: str) -> Non
     model.train()
     flags = [p.requires_grad for p in model.parameters()]
     implementation = attention_implementation(model)
-    with pytest.raises(ModelNotSupportedError, match="attention interface"):
+    with pytest.raises(ModelNotSupportedError, match="AttentionInterface"):
         attnwidget.explain(model, tokenizer, "the dog runs", methods=[method])
     assert model.training and attention_implementation(model) == implementation
     assert [p.requires_grad for p in model.parameters()] == flags
