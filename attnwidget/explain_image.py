@@ -19,6 +19,7 @@ from .capture.image_inputs import as_image_list, prepare_image
 from .errors import InputError
 from .explanation import Explanation
 from .methods import ScoreContext, compute_scores
+from .relevance.rerun_image import ImageTargetScore
 
 
 def explain_images(
@@ -56,6 +57,7 @@ def _explanation(
         embeddings=record.embeddings.astype(np.float64),
         embedding_grads=record.embedding_grads.astype(np.float64),
         keep_mask=~record.special_mask,
+        target_score=None if record.call is None else ImageTargetScore(record.call),
         options=options,
     )
     scores, details = compute_scores(names, context)

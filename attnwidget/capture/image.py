@@ -90,7 +90,7 @@ def _model_kwargs(model: Any, pixels: torch.Tensor) -> dict[str, Any]:
     return kwargs
 
 
-class _PatchLeaf:
+class PatchLeaf:
     """A forward hook that makes the patch projections a leaf autograd can differentiate."""
 
     def __init__(self) -> None:
@@ -130,7 +130,7 @@ def _capture_one(
         )
     grid = (height // patch, width // patch)
     kwargs = _model_kwargs(model, pixels)
-    hook = _PatchLeaf()
+    hook = PatchLeaf()
     with autograd_on():
         handle = model.get_input_embeddings().register_forward_hook(hook)
         try:
