@@ -50,6 +50,7 @@ def explain_images(
 def _explanation(
     record: AttentionRecord, names: list[str], options: dict[str, dict[str, Any]]
 ) -> Explanation:
+    target = None if record.call is None else ImageTargetScore(record.call)
     context = ScoreContext(
         attentions=record.attentions.astype(np.float64),
         query_index=record.query_index,
@@ -57,8 +58,12 @@ def _explanation(
         embeddings=record.embeddings.astype(np.float64),
         embedding_grads=record.embedding_grads.astype(np.float64),
         keep_mask=~record.special_mask,
-        target_score=None if record.call is None else ImageTargetScore(record.call),
+        target_score=target,
+        target_probability=None if target is None else target.probability,
         options=options,
+        pixels=None if target is None else target.pixel_values.astype(np.float64),
+        black_pixels=record.black_pixels,
+        patch_size=record.patch_size,
     )
     scores, details = compute_scores(names, context)
     for values in scores.values():  # special tokens are not explained

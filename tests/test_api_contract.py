@@ -125,7 +125,7 @@ def test_every_builtin_method_declares_its_options() -> None:
     assert declared["grad_attention"] == ["start_layer"]
     assert declared["input_x_gradient"] == []
     assert {"steps", "max_steps", "tolerance"} <= set(declared["integrated_gradients"])
-    assert declared["blank_out"] == ["batch_size"]
+    assert declared["blank_out"] == ["batch_size", "baseline"]
     assert set(declared["lrp"]) == {"epsilon", "embeddings"}
     assert {"start_layer", "epsilon"} <= set(declared["chefer2021"])
 

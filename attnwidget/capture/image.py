@@ -198,5 +198,6 @@ def _capture_one(
         patch_grid=grid,
         patch_size=patch,
         special_tokens=list(range(specials)),
+        black_pixels=item.black_pixels[0].detach().float().cpu().numpy(),
     )
     return record

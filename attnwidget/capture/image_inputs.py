@@ -26,10 +26,19 @@ class ImageInput:
     ``image`` is uint8 RGB (H, W, 3) as given (a normalised pixel tensor
     given without a processor is shown min–max scaled); ``pixel_values`` is
     float (1, 3, H', W'), the processor's output or the tensor given.
+    ``black_pixels`` (same shape) is what the model reads for a black image of
+    the same size: the processor's output for all-zero pixels, or zeros when
+    the pixel tensor was given without a processor (the "black" baseline of
+    integrated gradients and occlusion, :mod:`attnwidget.methods.pixels`).
     """
 
     image: np.ndarray
     pixel_values: torch.Tensor
+    black_pixels: torch.Tensor | None = None
+
+    def __post_init__(self) -> None:
+        if self.black_pixels is None:
+            self.black_pixels = torch.zeros_like(self.pixel_values)
 
 
 def is_image_like(value: Any) -> bool:
@@ -92,7 +101,8 @@ def prepare_image(value: Any, processor: Any, *, index: int = 0) -> ImageInput:
             "(1, 3, H, W); pass the model's image processor (AutoImageProcessor), not a "
             "tokenizer or another model's processor."
         )
-    return ImageInput(image=rgb, pixel_values=pixels.float())
+    black = processor(images=np.zeros_like(rgb), return_tensors="pt")["pixel_values"]
+    return ImageInput(image=rgb, pixel_values=pixels.float(), black_pixels=black.float())
 
 
 def to_rgb_uint8(value: Any, where: str = "the image") -> np.ndarray:

@@ -66,3 +66,4 @@ class AttentionRecord:
     patch_grid: tuple[int, int] | None = None
     patch_size: int | None = None
     special_tokens: list[int] | None = None
+    black_pixels: np.ndarray | None = None  # (3, H, W): a black image as the model reads it

@@ -58,12 +58,41 @@ def blank_out(
     summary="Drop in target probability when the token is replaced by UNK/MASK.",
     reference="Abnar & Zuidema (2020), Quantifying Attention Flow in Transformers.",
     signed=True,
-    options=(Option("batch_size", int, 64, "blanked variants per model call", **AT_LEAST_ONE),),
+    options=(
+        Option("batch_size", int, 64, "blanked variants per model call", **AT_LEAST_ONE),
+        Option(
+            "baseline",
+            (str, type(None)),
+            None,
+            "images only: what replaces each patch, 'mean' (None: the image's mean "
+            "colour), 'black' or 'blurred'; text tokens are replaced by UNK/MASK",
+            check=lambda v: v in ("black", "blurred", "mean"),
+            requirement="'black', 'blurred' or 'mean'",
+        ),
+    ),
 )
 def _score_blank_out(context: ScoreContext) -> np.ndarray:
+    options = context.options_for("blank_out")
+    if context.pixels is not None:  # occlusion: one patch at a time
+        from .pixels import patch_occlusion, pixel_baseline
+
+        kind = options["baseline"] or "mean"
+        baseline = pixel_baseline(context.pixels, kind, black=context.black_pixels)
+        patches = patch_occlusion(
+            context.target_probability,
+            context.pixels,
+            baseline,
+            int(context.patch_size),
+            batch_size=options["batch_size"],
+        )
+        return context.patch_token_scores(patches)
+    if options["baseline"] is not None:
+        raise InputError(
+            f"blank_out baseline={options['baseline']!r} is for images; text tokens are "
+            "replaced by the tokenizer's UNK (or MASK) token."
+        )
     if context.input_ids is None or context.blank_token_id is None:
         raise InputError("blank_out needs input ids and a blank (UNK/MASK) token id.")
-    options = context.options_for("blank_out")
     return blank_out(
         context.target_probability,
         context.input_ids,

@@ -203,13 +203,33 @@ def _score_input_x_gradient(context: ScoreContext) -> np.ndarray:
         Option("batch_size", int, 16, "path points per model call", **AT_LEAST_ONE),
         Option(
             "baseline",
-            (np.ndarray, type(None)),
+            (np.ndarray, str, type(None)),
             None,
-            "(n, d) baseline token embeddings; None = zeros (position and segment "
-            "embeddings are not part of the path and stay as they are)",
+            "text: (n, d) baseline token embeddings, None = zeros (position and segment "
+            "embeddings are not part of the path and stay as they are); images: 'black' "
+            "(None), 'blurred', 'mean' or a (3, H, W) pixel array",
+            check=lambda v: not isinstance(v, str) or v in ("black", "blurred", "mean"),
+            requirement="a string must be 'black', 'blurred' or 'mean'",
         ),
     ),
 )
 def _score_integrated_gradients(context: ScoreContext) -> tuple[np.ndarray, dict[str, Any]]:
     options = context.options_for("integrated_gradients")
+    if context.pixels is not None:
+        from .pixels import patch_sums, pixel_baseline, pixel_integrated_gradients
+
+        kind = options.pop("baseline")
+        kind = "black" if kind is None else kind
+        baseline = pixel_baseline(context.pixels, kind, black=context.black_pixels)
+        pixel_scores, info = pixel_integrated_gradients(
+            context.target_score, context.pixels, baseline, **options
+        )
+        info["baseline"] = kind if isinstance(kind, str) else "array"
+        patches = patch_sums(pixel_scores, int(context.patch_size))
+        return context.patch_token_scores(patches), info
+    if isinstance(options["baseline"], str):
+        raise InputError(
+            f"integrated_gradients baseline={options['baseline']!r} is an image baseline; for "
+            "text pass an (n, d) array of baseline token embeddings, or None for zeros."
+        )
     return integrated_gradients(context.target_score, context.embeddings, **options)

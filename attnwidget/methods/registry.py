@@ -38,6 +38,11 @@ class ScoreContext:
     ``options`` maps a method name to its keyword options; :func:`compute_scores`
     replaces them by the complete, validated set (defaults filled in), which
     adapters read with :meth:`options_for`.
+    Images add ``pixels`` (3, H, W), the input as the model reads it,
+    ``black_pixels`` (a black image the same way) and ``patch_size``; their
+    ``target_score`` and ``target_probability`` take pixel batches
+    (B, 3, H, W) instead (integrated gradients and occlusion run on pixels:
+    :mod:`attnwidget.methods.pixels`).
     """
 
     attentions: np.ndarray
@@ -52,6 +57,16 @@ class ScoreContext:
     target_probability: Callable[[np.ndarray], np.ndarray] | None = None
     options: dict[str, dict[str, Any]] = field(default_factory=dict)
     query_weights: np.ndarray | None = None
+    pixels: np.ndarray | None = None
+    black_pixels: np.ndarray | None = None
+    patch_size: int | None = None
+
+    def patch_token_scores(self, patch_values: np.ndarray) -> np.ndarray:
+        """(rows·cols,) patch scores → (n,) token scores, the special tokens (first) at 0."""
+        n = self.attentions.shape[-1]
+        scores = np.zeros(n)
+        scores[n - patch_values.size :] = patch_values
+        return scores
 
     def options_for(self, name: str) -> dict[str, Any]:
         """Method ``name``'s complete options: given ones checked, defaults filled in."""
