@@ -25,12 +25,13 @@ from typing import Any
 import ipywidgets as widgets
 import numpy as np
 
-from ..capture.kinds import ENCODER, model_kind
+from ..capture.kinds import ENCODER, IMAGE, model_kind
 from ..capture.tokens import max_length as model_max_length
 from ..capture.tokens import token_label
 from ..errors import InputError
 from ..explain import DEFAULT_METHODS, explain
 from ..explanation import Explanation
+from ._explorer_text import _check_max_length, _cut, _message, _summary
 from ._format import format_number
 from .flow_view import FlowView
 from .saliency import SaliencyView
@@ -100,6 +101,9 @@ class Explorer(widgets.VBox):
         text_box, target_picker, method_picker, status: the controls.
         views: the views by name ("saliency", "flow", "head", "model").
 
+    Given a Vision Transformer, ``Explorer(model, processor, image)`` returns
+    an :class:`~attnwidget.views.image_explorer.ImageExplorer` instead.
+
     Example::
 
         explorer = Explorer(model, tokenizer, "the keys to the cabinet")
@@ -107,6 +111,16 @@ class Explorer(widgets.VBox):
         explorer.text = "the key to the cabinets"   # the same from Python
         explorer.explanation, explorer.error
     """
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        # Explorer(model, processor, image) for a Vision Transformer: the image
+        # explorer (its controls differ: no text box, an image picker).
+        model = args[0] if args else kwargs.get("model")
+        if cls is Explorer and _is_image_model(model):
+            from .image_explorer import ImageExplorer
+
+            return ImageExplorer(*args, **kwargs)
+        return super().__new__(cls, *args, **kwargs)
 
     def __init__(
         self,
@@ -386,56 +400,11 @@ class Explorer(widgets.VBox):
         return f"Explorer(text={self.text!r}, target={self.target!r}, views={list(self.views)})"
 
 
-_TITLES = {"saliency": "Saliency", "flow": "Flow", "head": "Heads", "model": "Model"}
-
-
-def _check_max_length(value: Any, limit: int | None) -> int | None:
-    """``max_length`` checked against the model's own limit (None: that limit)."""
-    if value is None:
-        return limit
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"max_length={value!r} must be a positive number of tokens.")
-    if limit is not None and value > limit:
-        raise ValueError(
-            f"max_length={value} is more than the model accepts ({limit} tokens, its position "
-            f"embeddings); pass at most {limit}."
-        )
-    return int(value)
-
-
-def _cut(tokenizer: Any, text: str, limit: int) -> str:
-    """The start of ``text`` that tokenizes to its first ``limit`` tokens (special included)."""
+def _is_image_model(model: Any) -> bool:
     try:
-        encoding = tokenizer(
-            text,
-            add_special_tokens=True,
-            truncation=True,
-            max_length=limit,
-            return_offsets_mapping=True,
-        )
-        ends = [end for start, end in encoding["offset_mapping"] if end > start]
-    except (NotImplementedError, TypeError, ValueError, KeyError):
-        ends = []  # a slow tokenizer gives no offsets
-    if ends:
-        return text[: max(ends)]
-    ids = tokenizer(text, add_special_tokens=True, truncation=True, max_length=limit)["input_ids"]
-    return str(tokenizer.decode(ids, skip_special_tokens=True))
+        return model_kind(model) == IMAGE
+    except Exception:  # not a model with a head: Explorer's own checks say why
+        return False
 
 
-def _message(error: BaseException) -> str:
-    text = str(error).strip() or type(error).__name__
-    # KeyError-like errors repr their message; the library's own errors do not.
-    return text.strip("'\"") if isinstance(error, KeyError) else text
-
-
-def _summary(explanation: Explanation) -> str:
-    target = explanation.target
-    text = f"{len(explanation.tokens)} tokens, {explanation.num_layers} layers"
-    if target is not None:
-        probs = explanation.probabilities
-        p = ""
-        if probs is not None and explanation.target_id is not None:
-            if 0 <= explanation.target_id < probs.shape[-1]:
-                p = f" (p = {format_number(probs[explanation.target_id])})"
-        text = f"Explaining target {target!r}{p}: {text}."
-    return text
+_TITLES = {"saliency": "Saliency", "flow": "Flow", "head": "Heads", "model": "Model"}

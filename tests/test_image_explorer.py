@@ -1,0 +1,69 @@
+"""Explorer(model, processor, image): the image explorer and its views, re-explained on change."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+from tiny_vision import build_swin, build_vision
+
+import attnwidget
+from attnwidget.errors import ModelNotSupportedError
+from attnwidget.views.image_explorer import ImageExplorer
+
+
+def _image(seed: int = 0) -> np.ndarray:
+    return (np.random.default_rng(seed).random((32, 32, 3)) * 255).astype(np.uint8)
+
+
+def test_explorer_given_an_image_model_explains_the_image_in_every_view() -> None:
+    model, processor = build_vision("deit-teacher")
+    explorer = attnwidget.Explorer(model, processor, _image())
+    assert isinstance(explorer, ImageExplorer)
+    assert explorer.error == ""
+    assert list(explorer.views) == ["image", "saliency", "flow", "head", "model"]
+    exp = explorer.explanation
+    assert exp.kind == "image" and exp.special_tokens == [0, 1]
+    # Every view shows the same explanation: patches named by grid position.
+    assert explorer.views["saliency"].tokens[:3] == ["[CLS]", "[DIST]", "(0,0)"]
+    assert explorer.views["image"].grid == [8, 8]
+    assert "8×8 patches" in explorer.status.value
+    assert set(explorer.method_picker.options) >= {"rollout", "flow", "raw"}
+
+
+def test_target_and_image_changes_re_explain_and_bad_images_keep_the_views() -> None:
+    model, processor = build_vision("vit")
+    explorer = attnwidget.Explorer(model, processor, _image(1))
+    first = explorer.explanation
+    other = next(label for label in model.config.id2label.values() if label != first.target)
+    explorer.target = other
+    assert explorer.explanation.target == other
+    assert explorer.explanation.target_id == model.config.label2id[other]
+    explorer.image = _image(2)
+    assert not np.array_equal(explorer.explanation.image, first.image)
+    shown = explorer.explanation
+    explorer.image = np.full((32, 32, 3), np.nan)
+    assert "NaN" in explorer.error and explorer.status.value.startswith("Error:")
+    assert explorer.explanation is shown  # the previous explanation stays
+
+
+def test_an_uploaded_png_is_decoded_and_explained() -> None:
+    from PIL import Image
+
+    model, processor = build_vision("vit")
+    explorer = attnwidget.Explorer(model, processor)
+    assert explorer.explanation is None and "Choose an image" in explorer.status.value
+    buffer = io.BytesIO()
+    Image.fromarray(_image(3)).save(buffer, format="PNG")
+    upload = {"name": "x.png", "type": "image/png", "size": 1, "content": buffer.getvalue()}
+    explorer.upload.value = (upload,)
+    assert explorer.error == ""
+    np.testing.assert_array_equal(explorer.explanation.image, _image(3))
+    explorer.upload.value = ({**upload, "content": b"not an image"},)
+    assert "not an image" in explorer.error
+
+
+def test_a_windowed_attention_model_is_refused_naming_why() -> None:
+    with pytest.raises(ModelNotSupportedError, match="window"):
+        attnwidget.Explorer(build_swin(), None, _image())
