@@ -11,6 +11,7 @@ from .compat import head_view, model_view
 from .explorer import Explorer
 from .flow_view import FlowView
 from .head_view import HeadView
+from .image_view import ImageView
 from .model_view import ModelView
 from .saliency import SaliencyView
 
@@ -20,6 +21,7 @@ __all__ = [
     "Explorer",
     "FlowView",
     "HeadView",
+    "ImageView",
     "ModelView",
     "SaliencyView",
     "head_view",

@@ -12,6 +12,9 @@ import type { HeadTraits, ModelTraits } from "./attention_types";
 // FlowView (flow_*.ts)
 import { renderFlowView } from "./flow_view";
 import type { FlowTraits } from "./flow_types";
+// ImageView (image_*.ts)
+import { renderImageView } from "./image_view";
+import type { ImageTraits } from "./image_types";
 import { mountWhenReady, renderStandalone as renderPayload, type StandaloneView } from "./standalone";
 import { withToolbar } from "./toolbar";
 import type { BaseTraits, SaliencyTraits } from "./types";
@@ -25,6 +28,7 @@ const VIEWS: Record<string, ViewRenderer> = {
   head: (props) => renderHeadView(props as { model: AnyModel<HeadTraits>; el: HTMLElement }),
   model: (props) => renderModelView(props as { model: AnyModel<ModelTraits>; el: HTMLElement }),
   flow: (props) => renderFlowView(props as { model: AnyModel<FlowTraits>; el: HTMLElement }),
+  image: (props) => renderImageView(props as { model: AnyModel<ImageTraits>; el: HTMLElement }),
 };
 
 function render({ model, el }: RenderProps<BaseTraits>): Cleanup | void {

@@ -10,6 +10,7 @@
 import type { AttentionTraits, HeadTraits, ModelTraits } from "./attention_types";
 import type { ComputeRequest, ErrorReply, LayerReply, LayerRequest, PathsReply, ProgressReply, StaleReply } from "./flow_messages";
 import type { FlowTraits } from "./flow_types";
+import type { ImageTraits } from "./image_types";
 import type { SaliencyTraits } from "./types";
 
 type Names<T> = Record<keyof T, true>;
@@ -36,9 +37,16 @@ const flow: Names<FlowTraits> = {
   scale: true,
 };
 
+const image: Names<ImageTraits> = {
+  _view: true, image: true, image_size: true, grid: true, patch_size: true, labels: true, special_tokens: true,
+  query_token: true, target: true, methods: true, summaries: true, signed: true, scores: true, shape: true,
+  num_layers: true, num_heads: true, preload: true, preload_index: true, method: true, layer: true, head: true,
+  selected_patch: true, opacity: true,
+};
+
 /** Trait names per `_view` value, sorted. */
 export const TRAIT_NAMES: Record<string, string[]> = Object.fromEntries(
-  Object.entries({ saliency, head, model, flow }).map(([view, names]) => [view, Object.keys(names).sort()]),
+  Object.entries({ saliency, head, model, flow, image }).map(([view, names]) => [view, Object.keys(names).sort()]),
 );
 
 const compute: Names<ComputeRequest> = { type: true, id: true, version: true, method: true, layer: true, token: true };
