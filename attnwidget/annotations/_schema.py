@@ -1,0 +1,209 @@
+"""The SQLite file behind :class:`~attnwidget.annotations.Store`: recognising it,
+creating it and migrating it.
+
+How a file is recognised as ours, before anything is written to it:
+
+* it must open as SQLite (otherwise "not an SQLite database");
+* an empty database (no tables, ``user_version`` 0) becomes a new store;
+* otherwise it needs a ``meta`` table whose ``application`` row is
+  :data:`APPLICATION` and a header ``application_id`` of 0 or
+  :data:`APPLICATION_ID`; anything else is someone else's database;
+* ``PRAGMA user_version`` is the schema version; one above
+  :data:`SCHEMA_VERSION` was written by a newer attnwidget and is refused.
+
+Versions and migrations: a new store is created at version 1 and then taken
+through every step of :data:`MIGRATIONS` (``MIGRATIONS[k]`` turns version
+``k + 1`` into ``k + 2``), so the code that upgrades old files is the code that
+builds every new one. All of it runs in one ``BEGIN IMMEDIATE`` transaction:
+two processes opening the same new file at once cannot both build it, and a
+failed migration leaves the file as it was.
+
+Version 1: ``meta``, ``items`` (words as JSON) and ``annotations`` (one row
+per item and annotator: spans as JSON, label, note, saved_at).
+Version 2: adds ``items.n_words`` (spans are checked without parsing the
+words), ``annotations.confidence`` and ``annotations.revision``, a
+``history`` table holding every save (the current rows of a v1 file become
+revision 1), and an index on ``annotations(annotator, item_idx)`` for
+``progress`` and ``first_unannotated``.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+
+from ..errors import InputError
+
+APPLICATION = "attnwidget.annotations"
+"""The ``meta.application`` value of every store."""
+
+APPLICATION_ID = 0x6177_6E31
+"""The SQLite header's ``application_id`` (``PRAGMA application_id``): "awn1"."""
+
+_V1 = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE items (
+    idx INTEGER PRIMARY KEY,
+    item_id TEXT NOT NULL UNIQUE,
+    text TEXT NOT NULL,
+    label TEXT,
+    text_pair TEXT,
+    words TEXT NOT NULL
+);
+CREATE TABLE annotations (
+    item_idx INTEGER NOT NULL REFERENCES items(idx),
+    annotator TEXT NOT NULL,
+    spans TEXT NOT NULL,
+    label TEXT,
+    note TEXT,
+    saved_at TEXT NOT NULL,
+    PRIMARY KEY (item_idx, annotator)
+);
+"""
+
+
+def _v1_to_v2(conn: sqlite3.Connection) -> None:
+    conn.execute("ALTER TABLE items ADD COLUMN n_words INTEGER NOT NULL DEFAULT 0")
+    rows = conn.execute("SELECT idx, words FROM items").fetchall()
+    conn.executemany(
+        "UPDATE items SET n_words = ? WHERE idx = ?",
+        [(len(json.loads(words)), idx) for idx, words in rows],
+    )
+    conn.execute("ALTER TABLE annotations ADD COLUMN confidence REAL")
+    conn.execute("ALTER TABLE annotations ADD COLUMN revision INTEGER NOT NULL DEFAULT 1")
+    conn.execute(
+        """CREATE TABLE history (
+            id INTEGER PRIMARY KEY,
+            item_idx INTEGER NOT NULL REFERENCES items(idx),
+            annotator TEXT NOT NULL,
+            revision INTEGER NOT NULL,
+            spans TEXT NOT NULL,
+            label TEXT,
+            note TEXT,
+            confidence REAL,
+            saved_at TEXT NOT NULL,
+            UNIQUE (item_idx, annotator, revision)
+        )"""
+    )
+    conn.execute(
+        """INSERT INTO history
+               (item_idx, annotator, revision, spans, label, note, confidence, saved_at)
+           SELECT item_idx, annotator, revision, spans, label, note, confidence, saved_at
+           FROM annotations ORDER BY saved_at"""
+    )
+    conn.execute("CREATE INDEX annotations_by_annotator ON annotations (annotator, item_idx)")
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1_to_v2]
+"""``MIGRATIONS[k]`` upgrades a store from version ``k + 1`` to ``k + 2``."""
+
+SCHEMA_VERSION = 1 + len(MIGRATIONS)
+"""The version this code writes and reads (2)."""
+
+
+def _not_ours(path: Path, why: str) -> InputError:
+    return InputError(
+        f"{path} is an SQLite database but not an attnwidget annotation store ({why}); "
+        "pass the path of a store, or of a new file, to Store()"
+    )
+
+
+def inspect(conn: sqlite3.Connection, path: Path) -> int:
+    """The schema version of the database (0: empty, a new store). Reads only.
+
+    Raises :class:`InputError` for a file that is not SQLite, an SQLite file
+    that is not a store, and a store newer than this code.
+    """
+    try:
+        tables = {
+            name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
+        }
+        (version,) = conn.execute("PRAGMA user_version").fetchone()
+        (app_id,) = conn.execute("PRAGMA application_id").fetchone()
+    except sqlite3.DatabaseError as error:
+        if "not a database" not in str(error) and "malformed" not in str(error):
+            raise
+        raise InputError(
+            f"{path} is not an SQLite database ({error}); pass the path of an annotation "
+            "store or of a new file to Store()"
+        ) from None
+    if not tables and version == 0 and app_id == 0:
+        return 0
+    if app_id not in (0, APPLICATION_ID):
+        raise _not_ours(path, f"its application_id is {app_id:#x}")
+    if "meta" not in tables:
+        raise _not_ours(path, f"no 'meta' table; its tables are {sorted(tables)}")
+    row = conn.execute("SELECT value FROM meta WHERE key = 'application'").fetchone()
+    if row is None or row[0] != APPLICATION:
+        found = "no application row" if row is None else f"application {row[0]!r}"
+        raise _not_ours(path, f"its meta table names {found}")
+    if version < 1:
+        raise _not_ours(path, f"schema version {version}")
+    if version > SCHEMA_VERSION:
+        raise InputError(
+            f"{path} is an annotation store of schema version {version}, written by a newer "
+            f"attnwidget; this one reads versions up to {SCHEMA_VERSION}: upgrade attnwidget "
+            "(pip install -U attnwidget) to open it"
+        )
+    return int(version)
+
+
+def _create(conn: sqlite3.Connection, labels: list[str] | None) -> None:
+    # executescript() would COMMIT the caller's transaction: one statement at a time.
+    for statement in _V1.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+    now = datetime.now(timezone.utc).isoformat()
+    conn.executemany(
+        "INSERT INTO meta (key, value) VALUES (?, ?)",
+        [("application", APPLICATION), ("created_at", now), ("labels", json.dumps(labels))],
+    )
+    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    conn.execute("PRAGMA user_version = 1")
+
+
+def prepare(
+    conn: sqlite3.Connection, path: Path, labels: list[str] | None, synchronous: str
+) -> list[str] | None:
+    """Check, set up, create or migrate the store; return its labels.
+
+    ``labels`` is the caller's ``labels=`` option: None takes the stored ones;
+    a list must equal the stored list (the same names in the same order).
+    """
+    version = inspect(conn, path)  # before the first write: a foreign file stays untouched
+    (mode,) = conn.execute("PRAGMA journal_mode").fetchone()
+    if mode.lower() != "wal":
+        (mode,) = conn.execute("PRAGMA journal_mode=WAL").fetchone()
+        if mode.lower() != "wal":
+            raise InputError(
+                f"{path}: SQLite would not switch to WAL mode (it stays in {mode!r}); "
+                "put the store on a local disk, not in memory or on a network share"
+            )
+    conn.execute(f"PRAGMA synchronous = {synchronous}")
+    conn.execute("PRAGMA foreign_keys = ON")
+    if version < SCHEMA_VERSION:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            version = inspect(conn, path)  # another process may have got here first
+            if version == 0:
+                _create(conn, labels)
+                version = 1
+            for step in range(version, SCHEMA_VERSION):
+                MIGRATIONS[step - 1](conn)
+                conn.execute(f"PRAGMA user_version = {step + 1}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    row = conn.execute("SELECT value FROM meta WHERE key = 'labels'").fetchone()
+    stored_labels: list[str] | None = None if row is None else json.loads(row[0])
+    if labels is not None and labels != stored_labels:
+        raise InputError(
+            f"{path} was created with labels={stored_labels!r}, not {labels!r}: open it with "
+            "labels=None (the stored labels) or the same list in the same order, or start "
+            "a new store for the new labels"
+        )
+    return stored_labels
