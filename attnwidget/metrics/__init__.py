@@ -1,11 +1,37 @@
 """Metrics: pure functions on arrays that score explanations.
 
-Faithfulness (does removing what a method ranks first change the model?) and
-plausibility against ground truth (does a map cover the object a person would
-mark?). Each function cites the paper whose protocol it follows.
+Faithfulness (does removing what a method ranks first change the model?),
+plausibility against ground truth (does a map cover the object, or the
+tokens, a person would mark?), and agreement (between annotators, and between
+methods). Each function cites the paper whose protocol it follows.
 """
 
-from .perturbation import FRACTIONS, area_under_curve, removal_order
+from .agreement import (
+    BootstrapCI,
+    RankAgreement,
+    bootstrap_ci,
+    cohen_kappa,
+    krippendorff_alpha,
+    pairwise_token_f1,
+    rank_agreement,
+)
+from .faithfulness import (
+    AOPC_BINS,
+    ErasureCurves,
+    aopc,
+    comprehensiveness,
+    erasure_curves,
+    sufficiency,
+    top_k_mask,
+)
+from .perturbation import (
+    FRACTIONS,
+    PerturbationCurve,
+    area_under_curve,
+    perturbation_curve_tokens,
+    removal_order,
+)
+from .plausibility import PRF, auprc, discretize, iou_f1, mask_spans, span_iou, token_prf
 from .segmentation import (
     SegmentationScores,
     average_precision,
@@ -14,11 +40,34 @@ from .segmentation import (
 )
 
 __all__ = [
+    "AOPC_BINS",
     "FRACTIONS",
+    "PRF",
+    "BootstrapCI",
+    "ErasureCurves",
+    "PerturbationCurve",
+    "RankAgreement",
     "SegmentationScores",
+    "aopc",
     "area_under_curve",
+    "auprc",
     "average_precision",
+    "bootstrap_ci",
+    "cohen_kappa",
+    "comprehensiveness",
+    "discretize",
+    "erasure_curves",
+    "iou_f1",
+    "krippendorff_alpha",
+    "mask_spans",
+    "pairwise_token_f1",
+    "perturbation_curve_tokens",
+    "rank_agreement",
     "removal_order",
     "segmentation_scores",
+    "span_iou",
+    "sufficiency",
     "threshold_at_mean",
+    "token_prf",
+    "top_k_mask",
 ]
