@@ -22,7 +22,9 @@ the last word; rollout-like methods give it a share by construction).
   probability** (softmax over all classes / the whole vocabulary). AUC = the
   trapezoid rule over the fractions 0 … 0.9 (x in fractions), ×100, so a
   curve that stays at 1 gives 90. ``random`` (a seeded random order) is the
-  reference a method should beat.
+  reference a method should beat. The curves come from
+  :func:`attnwidget.metrics.perturbation_curve_tokens` (least relevant first:
+  ascending scores, ties by position).
 
 Prints markdown tables; :func:`evaluate` returns the numbers (used by
 ``tests/test_faithfulness.py``).
@@ -39,6 +41,12 @@ import torch
 
 import attnwidget
 from attnwidget import demo
+from attnwidget.metrics import (
+    FRACTIONS,
+    area_under_curve,
+    perturbation_curve_tokens,
+    removal_order,
+)
 
 METHODS = [
     "raw",
@@ -51,7 +59,6 @@ METHODS = [
     "lrp",
     "chefer2021",
 ]
-FRACTIONS = np.round(np.arange(10) / 10, 1)
 
 
 @dataclass
@@ -64,8 +71,7 @@ class Result:
 
     def auc(self, method: str, order: str, metric: str) -> float:
         accuracy, probability = self.curves[(method, order)]
-        values = accuracy if metric == "accuracy" else probability
-        return float(np.trapezoid(values, FRACTIONS) * 100)
+        return area_under_curve(accuracy if metric == "accuracy" else probability)
 
 
 def _targets(model_name: str, example: demo.SVAExample) -> str:
@@ -73,14 +79,14 @@ def _targets(model_name: str, example: demo.SVAExample) -> str:
 
 
 def _scorer(model, tokenizer, model_name: str, target: str):
-    """ids (B, n) -> (correct (B,) bool, target probability (B,))."""
+    """ids (B, n) -> (B, 2): whether each prediction is right, and the target probability."""
     if model_name == "sva-encoder":
         gold = model.config.label2id[target]
 
-        def score(ids: torch.Tensor):
+        def score(ids: np.ndarray) -> np.ndarray:
             with torch.no_grad():
-                probs = model(input_ids=ids).logits.float().softmax(-1)
-            return (probs.argmax(-1) == gold).numpy(), probs[:, gold].numpy()
+                probs = model(input_ids=torch.as_tensor(ids)).logits.float().softmax(-1)
+            return np.stack([(probs.argmax(-1) == gold).numpy(), probs[:, gold].numpy()], 1)
 
         return score
     verbs = {
@@ -89,21 +95,13 @@ def _scorer(model, tokenizer, model_name: str, target: str):
     }
     gold, other = verbs[target], verbs["are" if target == "is" else "is"]
 
-    def score(ids: torch.Tensor):
+    def score(ids: np.ndarray) -> np.ndarray:
         with torch.no_grad():
-            logits = model(input_ids=ids).logits[:, -1].float()
+            logits = model(input_ids=torch.as_tensor(ids)).logits[:, -1].float()
         probs = logits.softmax(-1)
-        return (logits[:, gold] > logits[:, other]).numpy(), probs[:, gold].numpy()
+        return np.stack([(logits[:, gold] > logits[:, other]).numpy(), probs[:, gold].numpy()], 1)
 
     return score
-
-
-def _perturbed(ids: np.ndarray, order: np.ndarray, blank: int) -> torch.Tensor:
-    """One row per fraction: the first round(f·m) tokens of ``order`` replaced by ``blank``."""
-    rows = np.repeat(ids[None], len(FRACTIONS), axis=0)
-    for row, fraction in enumerate(FRACTIONS):
-        rows[row, order[: round(fraction * len(order))]] = blank
-    return torch.as_tensor(rows)
 
 
 def evaluate(
@@ -124,8 +122,9 @@ def evaluate(
     rng = np.random.default_rng(seed)
     blank = tokenizer.unk_token_id
     hits = dict.fromkeys(methods, 0)
+    # sums[(method, order)]: (fractions, 2) accuracy and probability summed over sentences
     sums = {
-        (m, o): (np.zeros(len(FRACTIONS)), np.zeros(len(FRACTIONS)))
+        (m, o): np.zeros((len(FRACTIONS), 2))
         for m in [*methods, "random"]
         for o in ("positive", "negative")
     }
@@ -138,18 +137,29 @@ def evaluate(
         is_word[exp.query_index] = False
         words = np.flatnonzero(is_word)
         score = _scorer(model, tokenizer, model_name, target)
-        orders = {m: words[np.argsort(-exp.scores[m][words], kind="stable")] for m in methods}
-        orders["random"] = rng.permutation(words)
-        for name, order in orders.items():
-            if name in hits:
-                hits[name] += int(order[0] == example.subject_index)
-            for kind, chosen in (("positive", order), ("negative", order[::-1])):
-                correct, probability = score(_perturbed(exp.input_ids, chosen, blank))
-                sums[(name, kind)][0][:] += correct
-                sums[(name, kind)][1][:] += probability
+        for name in methods:
+            scores = exp.scores[name]
+            top = words[removal_order(scores[words], positive=True)[0]]
+            hits[name] += int(top == example.subject_index)
+            for kind in ("positive", "negative"):
+                curve = perturbation_curve_tokens(
+                    score,
+                    exp.input_ids,
+                    scores,
+                    replacement_id=blank,
+                    candidates=words,
+                    positive=kind == "positive",
+                )
+                sums[(name, kind)] += curve.values
+        shuffled = rng.permutation(words)
+        for kind, order in (("positive", shuffled), ("negative", shuffled[::-1])):
+            curve = perturbation_curve_tokens(
+                score, exp.input_ids, order=order, replacement_id=blank
+            )
+            sums[("random", kind)] += curve.values
     result = Result(subject_rate={m: hits[m] / len(examples) for m in methods})
-    for key, (accuracy, probability) in sums.items():
-        result.curves[key] = (accuracy / len(examples), probability / len(examples))
+    for key, total in sums.items():
+        result.curves[key] = (total[:, 0] / len(examples), total[:, 1] / len(examples))
     return result
 
 
