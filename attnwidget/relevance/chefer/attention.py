@@ -16,7 +16,10 @@ addition and the scaling pass it unchanged; ``Q Kᵀ`` is split into ``R_Q``,
 ``R_K``, each halved. The mask addition passes ``R`` unchanged: the authors'
 two-input rule gives the mask nothing where it is 0 (no padding, the case
 :func:`attnwidget.explain` runs) and next to nothing where it is large and
-negative (``A`` and so ``R_A`` are ≈ 0 there).
+negative (``A`` and so ``R_A`` are ≈ 0 there). A bias passed in the mask's
+place (BEiT's relative position bias, a constant added to the logits) is
+treated the same way, our extension: softmax passes relevance, so the bias
+changes no rule; it changes ``A``, which the rules read.
 """
 
 from __future__ import annotations

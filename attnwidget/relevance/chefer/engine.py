@@ -15,15 +15,16 @@ recognised by structure, not by ``config.model_type``:
 * **attention**: transformers' attention interface is switched to
   :func:`.attention.chefer_attention` (matmul splits, halving);
 * **operations written inline** in a parent's forward are rewired where they
-  are consumed: before a LayerNorm, a linear layer or a block (a child of a
-  ``ModuleList``) runs, its input is *resolved*: if it is ``a + b`` of two
-  tensors the pass already knows (outputs of rules, block inputs), it is
-  replaced by the same value from :func:`.rules.residual_add` (BERT's
-  ``LayerNorm(dense(x) + input)``, GPT-2's ``x + attn(ln_1(x))``); if it is
-  ``tanh``/``gelu``/``relu`` of a known tensor (RoBERTa's classification
-  head), by the same value passing relevance through; if it is ``a · b`` of
-  two known tensors (Llama's gated MLP), by the product split. The values
-  are checked to be identical first.
+  are consumed (:mod:`.inline`): before a LayerNorm, a linear layer or a
+  block (a child of a ``ModuleList``) runs, and on the model's logits, the
+  tensor is *resolved*: its value is rebuilt from tensors the pass already
+  knows (outputs of rules, block inputs) with each inline operation replaced
+  by its rule, and used instead only if it is identical. ``a + b`` gets
+  :func:`.rules.residual_add` (BERT's ``LayerNorm(dense(x) + input)``,
+  GPT-2's and ViT's ``x + attn(ln_1(x))``); ``tanh``/``gelu``/``relu``
+  (RoBERTa's classification head) pass relevance; ``a · b`` of two known
+  tensors (Llama's gated MLP) gets the product split; slices, selections
+  and concatenations are replayed.
 
 Decoders are our extension: the authors defined rules for BERT and ViT
 only. Our choices, each the nearest rule of theirs: pre-LN residual
@@ -32,6 +33,17 @@ relevance unchanged like LayerNorm; a gated product ``act(gate(x)) · up(x)``
 is split like the attention matmuls (halved, :func:`.rules.product_split`);
 a rotary position embedding passes relevance unchanged to the projection it
 rotates (:func:`.attention._unrotate`).
+
+Vision heads and layers beyond the authors' ViT (which classifies from the
+CLS token) are our extension too, by the same principle (:mod:`.inline`):
+a product with, or a division by, a constant passes relevance unchanged,
+as the paper passes the attention's scaling (BEiT's and Dinov2's layer
+scale ``λ · x``; DeiT-with-teacher's ``(cls + distillation) / 2``, whose
+sum of the two heads' logits gets the re-normalised two-input split); a
+mean over tokens (BEiT's pooling, Dinov2's ``cat(CLS, mean of patches)``)
+is a linear map with weights 1/N and gets α1β0 (:func:`.rules.token_mean`);
+a bias added to the attention logits before softmax (BEiT's relative
+position bias) changes no rule, since softmax passes relevance.
 
 After the forward, every operation between the target and the first block's
 input is checked: rules, permutations, selections, reshapes and fan-out only
@@ -57,8 +69,9 @@ from torch.utils.hooks import RemovableHandle
 from ...capture.state import _all_configs
 from ...errors import ModelNotSupportedError
 from .attention import _HINT, IMPLEMENTATION, AttentionCalls, active_pass, register
+from .inline import resolve
 from .leaves import ALPHA_BETA, UNCHANGED, LeafRule, paper_rules
-from .rules import NODE_NAMES, alpha_beta, pass_through, product_split, residual_add
+from .rules import NODE_NAMES, alpha_beta, pass_through
 
 register(required=False)  # transformers<5: attnwidget imports, the pass refuses
 
@@ -93,19 +106,13 @@ STRUCTURAL = frozenset(
     }
 )
 
-#: Inline element-wise activations recognised between two modules.
-_ACTIVATIONS: dict[str, Callable[[Any], Callable[[torch.Tensor], torch.Tensor]]] = {
-    "TanhBackward0": lambda _node: torch.tanh,
-    "ReluBackward0": lambda _node: torch.relu,
-    "GeluBackward0": lambda node: (
-        lambda z: nn.functional.gelu(z, approximate=getattr(node, "_saved_approximate", "none"))
-    ),
-}
-
 _WHY = {
     "AddBackward0": "an addition whose two inputs are not both outputs of rules (a residual "
     "connection this engine could not match)",
-    "MulBackward0": "a product (a gate, a scale or a rotary embedding)",
+    "MulBackward0": "a product neither of two outputs of rules nor with a constant",
+    "DivBackward0": "a division not by a constant",
+    "MeanBackward0": "a mean over all elements, not over tokens",
+    "MeanBackward1": "a mean whose input this engine could not rebuild",
     "AccumulateGrad": "the input embeddings, reached without passing the first block",
 }
 
@@ -142,29 +149,10 @@ class CheferRecorder:
         return entry[1] if entry is not None and entry[0] is node else None
 
     def resolve(self, tensor: Any) -> Any:
-        """``tensor``, or the same value carrying the paper's rule for the inline
-        operation that produced it (residual addition or activation)."""
-        if not isinstance(tensor, torch.Tensor) or tensor.grad_fn is None:
-            return tensor
-        node = tensor.grad_fn
-        known = self._tensor_of(node)
-        if known is not None:
-            return known
-        name = type(node).__name__
-        parents = [self._tensor_of(parent) for parent, _ in node.next_functions]
-        if name == "AddBackward0" and len(parents) == 2 and None not in parents:
-            a, b = parents
-            if a.shape == b.shape == tensor.shape and torch.equal(a + b, tensor):
-                return self.keep(residual_add(a, b), node)
-        if name == "MulBackward0" and len(parents) == 2 and None not in parents:
-            a, b = parents  # a gate: act(gate(x)) * up(x) (our choice, see product_split)
-            if a.shape == b.shape == tensor.shape and torch.equal(a * b, tensor):
-                return self.keep(product_split(a, b), node)
-        if name in _ACTIVATIONS and len(parents) == 1 and parents[0] is not None:
-            z = parents[0]
-            if z.shape == tensor.shape and torch.equal(_ACTIVATIONS[name](node)(z), tensor):
-                return self.keep(pass_through(z, tensor), node)
-        return tensor
+        """``tensor``, or the same value carrying the rules of the inline operations
+        that produced it (residual additions, activations, scalings, means;
+        :func:`.inline.resolve`)."""
+        return resolve(tensor, self._tensor_of, self.keep)
 
     def release(self) -> None:
         """Drop the references to the pass's tensors."""
@@ -294,8 +282,10 @@ def _install(
     handles.append(model.register_forward_hook(lambda _m, _a, out: _check(model, recorder, out)))
 
 
-def _check(model: nn.Module, recorder: CheferRecorder, output: Any) -> None:
-    """After the forward: find the blocks and check every operation on the path."""
+def _check(model: nn.Module, recorder: CheferRecorder, output: Any) -> Any:
+    """After the forward: find the blocks, resolve the logits (the inline operations
+    of a head, such as DeiT's ``(cls + distillation) / 2``) and check every
+    operation on the path. Returns the output, its logits resolved."""
     called = recorder.calls.modules
     if not called:
         raise ModelNotSupportedError(
@@ -336,6 +326,9 @@ def _check(model: nn.Module, recorder: CheferRecorder, output: Any) -> None:
             f"{type(model).__name__} returned no differentiable logits; the paper's rules "
             "start from a classifier or language-model head."
         )
+    resolved = recorder.resolve(logits)
+    if resolved is not logits:  # the same values (checked), carrying the head's rules
+        output.logits = logits = resolved
     unknown = _foreign_nodes(logits.grad_fn, boundary)
     if unknown:
         reasons = "; ".join(f"{name} ({_WHY.get(name, 'no rule')})" for name in unknown)
@@ -344,6 +337,7 @@ def _check(model: nn.Module, recorder: CheferRecorder, output: Any) -> None:
             f"operations without a rule of Chefer, Gur & Wolf (2021): {reasons}. Their plain "
             f"gradient is not the paper's relevance. {_HINT[0].upper()}{_HINT[1:]}"
         )
+    return output
 
 
 def _foreign_nodes(start: Any, boundary: Any) -> list[str]:

@@ -25,8 +25,10 @@ Roles → the paper's rules (:func:`paper_rules`):
   maps) and **open** (modules the probe cannot call with one tensor, such as
   rotary tables): nothing installed. Lookups sit below the first block, where
   the pass ends; dropout and identity return their input in eval mode;
-  anything such a module computes on the relevance path (a learned scale, a
-  product) leaves an autograd node the engine's path check refuses, naming it.
+  a product with a constant parameter (Dinov2's layer scale) is a scaling,
+  which :mod:`.inline` passes relevance through where it is consumed; any
+  other operation such a module computes on the relevance path leaves an
+  autograd node the engine's path check refuses, naming it.
 * **router** (a top-k selection, Mixtral) and any other role: refused before
   anything changes, naming the module; AttnLRP has rules for them.
 """

@@ -17,6 +17,13 @@ every attention map with these rules:
   so that their sums keep the proportion ``|ΣR_a| : |ΣR_b|`` and add up to
   ``ΣR`` (:class:`ResidualAdd`).
 
+Our extension, for heads the authors' ViT code did not have (BEiT's and
+Dinov2's mean pooling): a **mean over tokens** is the linear map with weights
+1/N, so it gets α1β0, which for positive weights shares each feature's ``R``
+among the tokens by their positive parts, ``R_i = x_i⁺ / Σ_j x_j⁺ · R``
+(:class:`TokenMean`). Scalings by a constant pass relevance unchanged
+(:func:`pass_through`; see :mod:`.inline`).
+
 Every division is the authors' stabilised one (:func:`safe_divide`).
 
 Each class has a value-preserving forward and a backward that maps the
@@ -141,6 +148,38 @@ class ResidualAdd(Function):
         return r_a, r_b
 
 
+class TokenMean(Function):
+    """``y = x.mean(dims)`` as a linear map with weights 1/N under α1β0 (our extension).
+
+    With ``Z = Σ_j x_j⁺ / N`` (the negative parts meet no negative weight) and
+    ``S = R / Z`` (the authors' safe divide): ``R_x = x⁺ / N ⊙ S``, i.e.
+    ``R_i = x_i⁺ / Σ_j x_j⁺ · R`` per feature, conserving ``ΣR`` where some
+    ``x_j > 0``; a feature negative at every token keeps none of its ``R``
+    (the weights have no negative part to carry it), as α1β0 drops it.
+    ``forward(x, dims, keepdim)`` computes the mean as the model does.
+    """
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, dims: tuple[int, ...], keepdim: bool) -> torch.Tensor:  # type: ignore[override]
+        ctx.save_for_backward(x)
+        ctx.dims = tuple(sorted(d % x.dim() for d in dims))
+        ctx.keepdim = keepdim
+        return x.mean(dim=dims, keepdim=keepdim)
+
+    @staticmethod
+    def backward(ctx, relevance: torch.Tensor) -> tuple[torch.Tensor, None, None]:  # type: ignore[override]
+        (x,) = ctx.saved_tensors
+        count = 1
+        for d in ctx.dims:
+            count *= x.shape[d]
+        if not ctx.keepdim:
+            for d in ctx.dims:
+                relevance = relevance.unsqueeze(d)
+        x_pos = x.clamp(min=0)
+        z = x_pos.sum(dim=ctx.dims, keepdim=True) / count
+        return x_pos / count * safe_divide(relevance.to(x.dtype), z), None, None
+
+
 def alpha_beta(x: torch.Tensor, y: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     """``y`` (= the linear layer's output on ``x``) carrying the α1β0 rule back to ``x``."""
     return AlphaBeta.apply(x, y.detach(), weight.detach())
@@ -154,6 +193,11 @@ def pass_through(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 def residual_add(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """``a + b`` with the re-normalised split of :class:`ResidualAdd`."""
     return ResidualAdd.apply(a, b)
+
+
+def token_mean(x: torch.Tensor, dims: tuple[int, ...], keepdim: bool = False) -> torch.Tensor:
+    """``x.mean(dims)`` with the α1β0 rule of :class:`TokenMean` (our extension)."""
+    return TokenMean.apply(x, tuple(dims), bool(keepdim))
 
 
 def matmul_split(a: torch.Tensor, b: torch.Tensor, factor: float = 0.5) -> torch.Tensor:
@@ -188,5 +232,5 @@ class _ProductSplit(Function):
 #: Backward-node class names of the functions above (the engine's path check).
 NODE_NAMES = frozenset(
     f"{cls.__name__}Backward"
-    for cls in (AlphaBeta, PassThrough, MatmulSplit, ResidualAdd, _ProductSplit)
+    for cls in (AlphaBeta, PassThrough, MatmulSplit, ResidualAdd, TokenMean, _ProductSplit)
 )
