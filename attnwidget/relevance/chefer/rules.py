@@ -63,7 +63,9 @@ class AlphaBeta(Function):
     @staticmethod
     def forward(ctx, x: torch.Tensor, y: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
         ctx.save_for_backward(x, weight)
-        return y.view_as(y)
+        # A copy, not a view: models change layer outputs in place (Falcon's
+        # fused projections), which autograd refuses on a custom Function's view.
+        return y.clone()
 
     @staticmethod
     def backward(ctx, relevance: torch.Tensor) -> tuple[torch.Tensor, None, None]:  # type: ignore[override]
@@ -87,7 +89,7 @@ class PassThrough(Function):
         if x.shape != y.shape:
             raise ValueError(f"relevance pass-through needs equal shapes, got {x.shape}, {y.shape}")
         ctx.dtype = x.dtype
-        return y.view_as(y)
+        return y.clone()  # not a view: see AlphaBeta
 
     @staticmethod
     def backward(ctx, relevance: torch.Tensor) -> tuple[torch.Tensor, None]:  # type: ignore[override]
