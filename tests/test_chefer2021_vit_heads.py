@@ -100,14 +100,16 @@ def head_total(model, pixels, target: int) -> float:
         return float(ref.head_relevance(acts, target).sum())
 
 
-@pytest.mark.parametrize("family", list(FAMILIES))
-@pytest.mark.parametrize("size", [32, 48])
+# BEiT at the default grid only: the reference rebuilds its relative position
+# bias there (not interpolated to other sizes).
+CASES = [(f, size) for f in FAMILIES for size in (32, 48) if f != "beit" or size == 32]
+
+
+@pytest.mark.parametrize(("family", "size"), CASES)
 @pytest.mark.parametrize("start", [1, 0])
 def test_each_head_equals_the_reference_extended_by_the_same_rules(
     family: str, size: int, start: int
 ) -> None:
-    if family == "beit" and size != 32:
-        pytest.skip("the reference rebuilds BEiT's relative position bias at the default grid")
     model = build(family)
     randomise(model, seed=5)
     for seed in (0, 1):
