@@ -47,6 +47,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "DEFAULT_METHODS",
+    "Annotator",
     "AttentionRowSumWarning",
     "AttentionShapeError",
     "AttnWidgetError",
@@ -87,6 +88,7 @@ __all__ = [
 
 
 _VIEWS = (
+    "Annotator",
     "Explorer",
     "FlowView",
     "HeadView",

@@ -7,6 +7,7 @@ ES module built from ``js/`` into ``attnwidget/static/widget.js``.
 from __future__ import annotations
 
 from ._base import BUNDLE, BundleMissingError
+from .annotator import Annotator
 from .compat import head_view, model_view
 from .explorer import Explorer
 from .flow_view import FlowView
@@ -17,6 +18,7 @@ from .saliency import SaliencyView
 
 __all__ = [
     "BUNDLE",
+    "Annotator",
     "BundleMissingError",
     "Explorer",
     "FlowView",

@@ -15,6 +15,9 @@ import type { FlowTraits } from "./flow_types";
 // ImageView (image_*.ts)
 import { renderImageView } from "./image_view";
 import type { ImageTraits } from "./image_types";
+// Annotator (annotator*.ts)
+import { renderAnnotator } from "./annotator";
+import type { AnnotatorTraits } from "./annotator_types";
 import { mountWhenReady, renderStandalone as renderPayload, type StandaloneView } from "./standalone";
 import { withToolbar } from "./toolbar";
 import type { BaseTraits, SaliencyTraits } from "./types";
@@ -29,6 +32,7 @@ const VIEWS: Record<string, ViewRenderer> = {
   model: (props) => renderModelView(props as { model: AnyModel<ModelTraits>; el: HTMLElement }),
   flow: (props) => renderFlowView(props as { model: AnyModel<FlowTraits>; el: HTMLElement }),
   image: (props) => renderImageView(props as { model: AnyModel<ImageTraits>; el: HTMLElement }),
+  annotator: (props) => renderAnnotator(props as { model: AnyModel<AnnotatorTraits>; el: HTMLElement }),
 };
 
 function render({ model, el }: RenderProps<BaseTraits>): Cleanup | void {

@@ -7,6 +7,7 @@
  * misses one, so interface, list and Python cannot drift apart silently.
  * Only the tests import this module (it is not in the bundle).
  */
+import type { AnnotatorTraits } from "./annotator_types";
 import type { AttentionTraits, HeadTraits, ModelTraits } from "./attention_types";
 import type { ComputeRequest, ErrorReply, LayerReply, LayerRequest, PathsReply, ProgressReply, StaleReply } from "./flow_messages";
 import type { FlowTraits } from "./flow_types";
@@ -44,9 +45,15 @@ const image: Names<ImageTraits> = {
   selected_patch: true, opacity: true,
 };
 
+const annotator: Names<AnnotatorTraits> = {
+  _view: true, annotator: true, count: true, item: true, labels: true, saved: true, progress: true,
+  prediction: true, methods: true, signed: true, scores: true, shape: true, status: true, index: true,
+  selection: true, label: true, note: true, confidence: true, overlay: true, method: true,
+};
+
 /** Trait names per `_view` value, sorted. */
 export const TRAIT_NAMES: Record<string, string[]> = Object.fromEntries(
-  Object.entries({ saliency, head, model, flow, image }).map(([view, names]) => [view, Object.keys(names).sort()]),
+  Object.entries({ saliency, head, model, flow, image, annotator }).map(([view, names]) => [view, Object.keys(names).sort()]),
 );
 
 const compute: Names<ComputeRequest> = { type: true, id: true, version: true, method: true, layer: true, token: true };
