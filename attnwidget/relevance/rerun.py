@@ -128,7 +128,9 @@ def target_probability(call: ModelCall) -> Callable[[np.ndarray], np.ndarray]:
                 **_expand(kwargs, batch.shape[0]),
             )
             rows = torch.full((batch.shape[0],), row, device=device)
-            probs = _query_logits(out.logits, kind, rows).float().softmax(dim=-1)
+            # float64: a confident model's p ≈ 0.9999 changes by less than float32
+            # resolves (~6e-8 near 1), which would score most tokens exactly 0.
+            probs = _query_logits(out.logits, kind, rows).double().softmax(dim=-1)
         return probs[:, target_id].cpu().numpy()
 
     return probability

@@ -61,7 +61,8 @@ class ImageTargetScore:
     def probability(self, pixels: np.ndarray) -> np.ndarray:
         """The target's probability (B,) for a batch of pixel tensors (B, 3, H, W)."""
         with capture_ready(self.model), torch.no_grad():
-            logits = self._logits(self._tensor(pixels)).logits.float()
+            logits = self._logits(self._tensor(pixels)).logits.double()
+        # float64, as for text: changes of a confident p near 1 survive.
         return logits.softmax(dim=-1)[:, self.target_id].cpu().numpy()
 
     def rerun(self, context: Callable[[Any], AbstractContextManager[Any]]) -> Rerun:
