@@ -52,6 +52,8 @@ __all__ = [
     "AttentionShapeError",
     "AttnWidgetError",
     "ConvergenceWarning",
+    "EvaluationResult",
+    "EvaluationView",
     "Explanation",
     "Explorer",
     "FlowView",
@@ -72,6 +74,7 @@ __all__ = [
     "available_methods",
     "blank_out",
     "chefer2021",
+    "evaluate",
     "explain",
     "get_method",
     "grad_attention",
@@ -88,6 +91,7 @@ __all__ = [
 
 
 _VIEWS = (
+    "EvaluationView",
     "Annotator",
     "Explorer",
     "FlowView",
@@ -104,6 +108,8 @@ def __getattr__(name: str) -> Any:
     # Views import anywidget; the core stays importable (and fast) without it.
     if name in _VIEWS:
         return getattr(importlib.import_module(".views", __name__), name)
+    if name in ("evaluate", "EvaluationResult"):  # pandas and tqdm, on first use
+        return getattr(importlib.import_module(".evaluation", __name__), name)
     if name == "demo":
         return importlib.import_module(".demo", __name__)
     raise AttributeError(f"module 'attnwidget' has no attribute {name!r}")

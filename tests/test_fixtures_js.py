@@ -35,6 +35,7 @@ from attnwidget.views._flow_messages import MESSAGES
 from attnwidget.views._format import format_number
 from attnwidget.views._paths import compute_paths, path_methods
 from attnwidget.views._standalone import _MACHINERY
+from attnwidget.views.evaluation_view import EvaluationView
 from attnwidget.views.flow_view import encode_paths
 
 FIXTURES = Path(__file__).resolve().parent.parent / "js" / "test" / "fixtures"
@@ -139,6 +140,7 @@ def traits_fixture() -> dict[str, list[str]]:
         "model": ModelView,
         "flow": FlowView,
         "image": ImageView,
+        "evaluation": EvaluationView,
         "annotator": Annotator,
     }
     return {

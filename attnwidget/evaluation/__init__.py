@@ -1,6 +1,35 @@
 """Evaluation: run a model again to test explanations (faithfulness), and compare
-them with ground truth, over data sets. Builds on :mod:`attnwidget.metrics`."""
+them with ground truth, over data sets. Builds on :mod:`attnwidget.metrics`.
 
+:func:`evaluate` scores every method with every metric over a data set
+(locally or on Dask, resumable from a results file) and returns an
+:class:`EvaluationResult`; :mod:`.metrics_registry` names the metrics.
+"""
+
+from .evaluate import evaluate
+from .metrics_registry import (
+    FAITHFULNESS,
+    PLAUSIBILITY,
+    Metric,
+    MetricInput,
+    available_metrics,
+    get_metric,
+    register_metric,
+)
+from .result import EvaluationResult
 from .vision import patch_location, perturb_patches, perturbation_curve
 
-__all__ = ["patch_location", "perturb_patches", "perturbation_curve"]
+__all__ = [
+    "FAITHFULNESS",
+    "PLAUSIBILITY",
+    "EvaluationResult",
+    "Metric",
+    "MetricInput",
+    "available_metrics",
+    "evaluate",
+    "get_metric",
+    "patch_location",
+    "perturb_patches",
+    "perturbation_curve",
+    "register_metric",
+]

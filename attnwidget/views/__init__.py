@@ -9,6 +9,7 @@ from __future__ import annotations
 from ._base import BUNDLE, BundleMissingError
 from .annotator import Annotator
 from .compat import head_view, model_view
+from .evaluation_view import EvaluationView
 from .explorer import Explorer
 from .flow_view import FlowView
 from .head_view import HeadView
@@ -20,6 +21,7 @@ __all__ = [
     "BUNDLE",
     "Annotator",
     "BundleMissingError",
+    "EvaluationView",
     "Explorer",
     "FlowView",
     "HeadView",

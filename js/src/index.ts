@@ -15,6 +15,9 @@ import type { FlowTraits } from "./flow_types";
 // ImageView (image_*.ts)
 import { renderImageView } from "./image_view";
 import type { ImageTraits } from "./image_types";
+// EvaluationView (evaluation_*.ts)
+import { renderEvaluationView } from "./evaluation_view";
+import type { EvaluationTraits } from "./evaluation_types";
 // Annotator (annotator*.ts)
 import { renderAnnotator } from "./annotator";
 import type { AnnotatorTraits } from "./annotator_types";
@@ -32,6 +35,7 @@ const VIEWS: Record<string, ViewRenderer> = {
   model: (props) => renderModelView(props as { model: AnyModel<ModelTraits>; el: HTMLElement }),
   flow: (props) => renderFlowView(props as { model: AnyModel<FlowTraits>; el: HTMLElement }),
   image: (props) => renderImageView(props as { model: AnyModel<ImageTraits>; el: HTMLElement }),
+  evaluation: (props) => renderEvaluationView(props as { model: AnyModel<EvaluationTraits>; el: HTMLElement }),
   annotator: (props) => renderAnnotator(props as { model: AnyModel<AnnotatorTraits>; el: HTMLElement }),
 };
 

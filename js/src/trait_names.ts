@@ -9,6 +9,7 @@
  */
 import type { AnnotatorTraits } from "./annotator_types";
 import type { AttentionTraits, HeadTraits, ModelTraits } from "./attention_types";
+import type { EvaluationTraits } from "./evaluation_types";
 import type { ComputeRequest, ErrorReply, LayerReply, LayerRequest, PathsReply, ProgressReply, StaleReply } from "./flow_messages";
 import type { FlowTraits } from "./flow_types";
 import type { ImageTraits } from "./image_types";
@@ -51,9 +52,15 @@ const annotator: Names<AnnotatorTraits> = {
   selection: true, label: true, note: true, confidence: true, overlay: true, method: true,
 };
 
+const evaluation: Names<EvaluationTraits> = {
+  _view: true, methods: true, metrics: true, metric_summaries: true, higher_is_better: true, summary: true,
+  summary_shape: true, confidence: true, example_ids: true, example_texts: true, values: true, values_shape: true,
+  selected: true, selected_example: true,
+};
+
 /** Trait names per `_view` value, sorted. */
 export const TRAIT_NAMES: Record<string, string[]> = Object.fromEntries(
-  Object.entries({ saliency, head, model, flow, image, annotator }).map(([view, names]) => [view, Object.keys(names).sort()]),
+  Object.entries({ saliency, head, model, flow, image, evaluation, annotator }).map(([view, names]) => [view, Object.keys(names).sort()]),
 );
 
 const compute: Names<ComputeRequest> = { type: true, id: true, version: true, method: true, layer: true, token: true };
