@@ -31,14 +31,13 @@ for every layer l = 1..L, the [CLS] row of
 Against
 
 * **blank-out**: ``p(gold | x) − p(gold | x with token j replaced by [UNK])``,
-  signed, from the library's ``blank_out`` (probabilities in float32). The
-  shipped encoder is so sure of itself (p(gold) ≈ 0.99993 on every sentence)
-  that most words change p(gold) by less than float32 resolves near 1
-  (~6e-8): their blank-out is exactly 0 and they tie, and the correlation
-  mostly says where the few words that do move p(gold) (the subject) are
-  ranked. The fraction of exact zeros and of ties is printed;
-  ``--blank-precision float64`` computes the same drops with a float64 copy
-  of the model, without that rounding;
+  signed, from the library's ``blank_out`` (the float32 model's logits, the
+  probabilities taken in float64). The shipped encoder is so sure of itself
+  (p(gold) ≈ 0.99993 on every sentence) that in float32 most words would
+  change p(gold) by less than it resolves near 1 (~6e-8); the library takes
+  the softmax in float64 for that reason. The fraction of exact zeros and of
+  ties is printed; ``--blank-precision float64`` runs a float64 copy of the
+  whole model;
 * **input gradient**: the library's ``input_x_gradient``,
   ``Σ_d e_{j,d} · ∂y/∂e_{j,d}`` with y the gold class's logit and e the word
   embeddings (signed). This is the definition the project's methods reference
@@ -352,7 +351,11 @@ def _cell(mean: float, std: float | None = None) -> str:
 
 def titles(result: Table1) -> dict[str, str]:
     """Target name -> its title in the tables, for this run's definitions."""
-    precision = "float32, the library's" if result.blank_precision == "float32" else "float64"
+    precision = (
+        "the library's: float32 model, float64 probabilities"
+        if result.blank_precision == "float32"
+        else "a float64 copy of the model"
+    )
     return {
         "blank_out": (
             f"blank-out (drop in p(gold) when the token is replaced by [UNK]; {precision})"
@@ -507,8 +510,8 @@ def report(result: Table1, command: str) -> str:
         f"their sentence; p(gold) is {result.gold_probability[0]:.6f} to "
         f"{result.gold_probability[1]:.6f} (min to max)"
         + (
-            ", and float32 resolves changes near 1 of ~6e-8 only (--blank-precision float64 "
-            "computes the same drops without that rounding)."
+            " (the library takes these probabilities in float64: float32 would resolve "
+            "changes near 1 of ~6e-8 only)."
             if result.blank_precision == "float32"
             else "."
         ),
@@ -554,7 +557,7 @@ def main(argv: list[str] | None = None) -> None:
         "--blank-precision",
         choices=["float32", "float64"],
         default="float32",
-        help="blank-out from the library (float32, default) or from a float64 copy of the model",
+        help="blank-out from the library (float32 model, default) or from a float64 copy of it",
     )
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     args = parser.parse_args(argv)
