@@ -110,6 +110,6 @@ def __getattr__(name: str) -> Any:
         return getattr(importlib.import_module(".views", __name__), name)
     if name in ("evaluate", "EvaluationResult"):  # pandas and tqdm, on first use
         return getattr(importlib.import_module(".evaluation", __name__), name)
-    if name == "demo":
-        return importlib.import_module(".demo", __name__)
+    if name in ("demo", "annotations", "teach", "metrics"):  # subpackages, on first use
+        return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'attnwidget' has no attribute {name!r}")
