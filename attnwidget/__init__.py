@@ -6,8 +6,8 @@ The pipeline, as the folders show it: ``capture`` (model → attention record),
 anywidget classes, one per JS view). Nothing lower imports anything higher.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations` here: it would bind the name
+# `annotations` in this namespace and hide the attnwidget.annotations package.
 import importlib
 from typing import Any
 

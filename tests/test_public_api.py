@@ -1,0 +1,22 @@
+"""The subpackages the docs name are reachable from a plain `import attnwidget`."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+
+def test_subpackages_load_on_first_use_in_a_fresh_interpreter() -> None:
+    code = (
+        "import attnwidget, inspect\n"
+        "assert inspect.isclass(attnwidget.annotations.Store)\n"
+        "assert callable(attnwidget.teach.attention_scores)\n"
+        "assert callable(attnwidget.metrics.cohen_kappa)\n"
+        "assert callable(attnwidget.demo.load)\n"
+        "assert callable(attnwidget.evaluate)\n"
+        "print('ok')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
