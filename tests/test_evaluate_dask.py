@@ -130,6 +130,7 @@ def test_executor_dask_starts_a_cluster_and_closes_it(encoder, data, local, monk
         def __init__(self, *args, **kwargs):
             started.append(kwargs)
             started.append(dask.config.get("distributed.worker.profile.enabled"))
+            started.append(dict(dask.config.get("distributed.nanny.pre-spawn-environ")))
             super().__init__(*args, **kwargs)
             started.append(self)
 
@@ -145,8 +146,8 @@ def test_executor_dask_starts_a_cluster_and_closes_it(encoder, data, local, monk
         **OPTIONS,
     )
     pd.testing.assert_frame_equal(result.per_example, local.per_example, check_exact=True)
-    options, profiler, cluster = started
-    assert profiler is False
+    options, profiler, environment, cluster = started
+    assert profiler is False and environment["MALLOC_TRIM_THRESHOLD_"] is None
     assert options == {
         "n_workers": 1,
         "threads_per_worker": 1,
