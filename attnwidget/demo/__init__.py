@@ -1,8 +1,8 @@
-"""Two tiny trained models shipped with attnwidget, and the sentences they were made for.
+"""Tiny trained models shipped with attnwidget, and the data they were made for.
 
-The task is subject–verb agreement (Linzen, Dupoux & Goldberg 2016, "Assessing
-the ability of LSTMs to learn syntax-sensitive dependencies", TACL 4), the
-task Abnar & Zuidema (2020, "Quantifying Attention Flow in Transformers",
+The text models' task is subject–verb agreement (Linzen, Dupoux & Goldberg
+2016, "Assessing the ability of LSTMs to learn syntax-sensitive dependencies",
+TACL 4), the task Abnar & Zuidema (2020, "Quantifying Attention Flow in Transformers",
 ACL) used to compare raw attention, attention rollout and attention flow:
 given a sentence up to its main verb, is the verb singular ("is") or plural
 ("are")? The sentences come from a small synthetic English grammar
@@ -10,8 +10,8 @@ given a sentence up to its main verb, is the verb singular ("is") or plural
 adjectives and *attractors*, nouns of the other number between subject and
 verb ("the keys to the cabinet [are]", "the author that the critics praise [is]").
 
-Models (weights, config and a word-level tokenizer in the package, so nothing
-is downloaded):
+Models (weights, config and a word-level tokenizer or an image processor in
+the package, so nothing is downloaded):
 
 * ``"sva-encoder"``: a 4-layer, 4-head ``BertForSequenceClassification``
   (hidden size 64) that reads ``[CLS] prefix [SEP]`` and predicts
@@ -20,6 +20,15 @@ is downloaded):
   trained as a language model on whole sentences; its tokenizer prepends
   ``[BOS]``, and after the prefix it should rank the agreeing verb above the
   other one.
+* ``"shapes-vit"``: a 4-layer, 4-head ``ViTForImageClassification`` (hidden
+  size 64; Dosovitskiy et al. 2021) on 32×32 RGB images cut into 4×4 patches,
+  with its ``ViTImageProcessor``. It names the shape of the one target object
+  (``config.id2label == {0: "square", 1: "circle", 2: "triangle", 3: "cross"}``)
+  in images of the synthetic shapes data set (:mod:`attnwidget.demo.shapes`),
+  which also holds distractor objects of other shapes on a textured
+  background; :func:`images` gives the images with the target's pixel mask, to
+  check image explanations against (as Chefer, Gur & Wolf 2021 do with
+  segmentation masks).
 
 Example::
 
@@ -29,8 +38,13 @@ Example::
     for ex in demo.sentences(3, seed=0):  # held-out sentences with attractors
         print(ex.text, "->", ex.verb, ex.subject_index, ex.attractor_indices)
 
-Retrain with ``python -m attnwidget.demo.train`` (deterministic, a few minutes
-on one CPU thread).
+    model, processor = demo.load("shapes-vit")
+    for record in demo.images(3, seed=0):  # held-out images
+        print(record.label, record.mask.sum(), "target pixels")
+
+Retrain with ``python -m attnwidget.demo.train`` (the two text models;
+deterministic, a few minutes on one CPU thread) and
+``python -m attnwidget.demo.train shapes-vit`` (the ViT).
 """
 
 from __future__ import annotations
@@ -41,15 +55,18 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from . import grammar
+from . import grammar, shapes
+from .shapes import ShapeImage
 
 if TYPE_CHECKING:
-    from transformers import PreTrainedModel, PreTrainedTokenizerFast
+    from transformers import PreTrainedModel, PreTrainedTokenizerFast, ViTImageProcessor
 
 __all__ = [
     "DEMO_MODELS",
     "SVAExample",
+    "ShapeImage",
     "available",
+    "images",
     "load",
     "model_path",
     "sentences",
@@ -65,6 +82,10 @@ DEMO_MODELS: Mapping[str, str] = MappingProxyType(
         "sva-causal": (
             "4-layer GPT-2 language model: predicts 'is'/'are' as the next word after "
             "the sentence prefix"
+        ),
+        "shapes-vit": (
+            "4-layer ViT image classifier (32×32, patch 4): the shape of the target object "
+            "(square/circle/triangle/cross) among distractors, read at [CLS]"
         ),
     }
 )
@@ -86,23 +107,36 @@ def _check_name(name: object, what: str = "demo model") -> str:
     return name
 
 
+# Demo model name -> the transformers model class it loads as.
+_MODEL_CLASSES = {
+    "sva-encoder": "BertForSequenceClassification",
+    "sva-causal": "GPT2LMHeadModel",
+    "shapes-vit": "ViTForImageClassification",
+}
+# The image models, which come with an image processor instead of a tokenizer.
+_IMAGE_MODELS = frozenset({"shapes-vit"})
+
+
 def model_path(name: str) -> Path:
-    """The directory that holds a demo model's config, weights and tokenizer."""
+    """The directory that holds a demo model's config, weights and tokenizer or processor."""
     return _MODELS_DIR / _check_name(name)
 
 
 def load(
     name: str, *, attn_implementation: str | None = None
-) -> tuple[PreTrainedModel, PreTrainedTokenizerFast]:
-    """Load a shipped demo model and its tokenizer from the package, offline.
+) -> tuple[PreTrainedModel, PreTrainedTokenizerFast | ViTImageProcessor]:
+    """Load a shipped demo model and its tokenizer or image processor from the package, offline.
 
     Args:
-        name: ``"sva-encoder"`` or ``"sva-causal"`` (see :data:`DEMO_MODELS`).
+        name: ``"sva-encoder"``, ``"sva-causal"`` or ``"shapes-vit"`` (see
+            :data:`DEMO_MODELS`).
         attn_implementation: passed on to ``from_pretrained`` when given
             (e.g. ``"eager"``); by default transformers picks.
 
     Returns:
-        ``(model, tokenizer)``, the model in eval mode on the CPU.
+        ``(model, tokenizer)`` for the text models, ``(model, processor)``
+        (a ``ViTImageProcessor``) for ``"shapes-vit"``; the model in eval mode
+        on the CPU.
 
     Raises:
         ValueError: for an unknown name (the message lists the names).
@@ -110,19 +144,23 @@ def load(
     """
     path = model_path(name)
     if not (path / "model.safetensors").is_file():
+        command = "python -m attnwidget.demo.train" + (f" {name}" if name in _IMAGE_MODELS else "")
         raise FileNotFoundError(
             f"demo model files are missing from {path}; reinstall attnwidget or "
-            "recreate them with `python -m attnwidget.demo.train`"
+            f"recreate them with `{command}`"
         )
-    from transformers import AutoTokenizer, BertForSequenceClassification, GPT2LMHeadModel
+    import transformers
 
     kwargs: dict[str, Any] = {"local_files_only": True}
     if attn_implementation is not None:
         kwargs["attn_implementation"] = attn_implementation
-    cls = BertForSequenceClassification if name == "sva-encoder" else GPT2LMHeadModel
+    cls = getattr(transformers, _MODEL_CLASSES[name])
     model = cls.from_pretrained(path, **kwargs)
     model.eval()
-    tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    if name in _IMAGE_MODELS:
+        processor = transformers.ViTImageProcessor.from_pretrained(path, local_files_only=True)
+        return model, processor
+    tokenizer = transformers.AutoTokenizer.from_pretrained(path, local_files_only=True)
     return model, tokenizer
 
 
@@ -188,7 +226,11 @@ def sentences(
         raise ValueError(f"seed must be an integer, not {seed!r}")
     if split not in grammar.SPLITS:
         raise ValueError(f"split must be one of {', '.join(grammar.SPLITS)}, not {split!r}")
-    _check_name(model)
+    if _check_name(model) not in _TOKENS_BEFORE_TEXT:
+        raise ValueError(
+            f"model must be a text demo model ({', '.join(_TOKENS_BEFORE_TEXT)}), not {model!r}; "
+            "for the images of 'shapes-vit' use demo.images()"
+        )
     if attractors is not None and not isinstance(attractors, bool):
         raise ValueError(f"attractors must be True, False or None, not {attractors!r}")
     offset = _TOKENS_BEFORE_TEXT[model]
@@ -202,3 +244,24 @@ def sentences(
         )
         for s in grammar.generate(n, seed=seed, split=split, attractors=attractors)
     ]
+
+
+def images(n: int, *, seed: int = 0, split: str = "test") -> list[ShapeImage]:
+    """Draw ``n`` images of the shapes data set that ``"shapes-vit"`` was made for.
+
+    Each :class:`~attnwidget.demo.shapes.ShapeImage` holds the uint8 RGB
+    ``image`` (32×32×3), its ``label`` and ``label_id`` (the model's class id),
+    the target object's pixel ``mask`` and the distractors' ``distractor_mask``
+    (see :mod:`attnwidget.demo.shapes`).
+
+    Args:
+        n: how many images (>= 1).
+        seed: a non-negative random seed; the same arguments give the same
+            images every time.
+        split: ``"test"`` (held out, never seen in training) or ``"train"``;
+            the two come from disjoint random streams.
+
+    Raises:
+        ValueError: for a bad ``n``, ``seed`` or ``split``.
+    """
+    return shapes.generate(n, seed=seed, split=split)

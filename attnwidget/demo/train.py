@@ -16,6 +16,10 @@ the reference, not something a retrain must reproduce bit for bit.)
 
 The task is Linzen et al. (2016)'s verb-number prediction, the one Abnar &
 Zuidema (2020) used to compare raw attention, rollout and flow.
+
+``python -m attnwidget.demo.train shapes-vit [--evaluate]`` trains (or
+evaluates) the demo Vision Transformer instead; see
+:mod:`attnwidget.demo.train_vision`.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -327,10 +332,19 @@ def main(argv: list[str] | None = None) -> None:
     """Command-line entry point: retrain the demo models and write their files.
 
     With ``--evaluate`` it only measures the held-out accuracy of the models
-    in ``--out`` (by default the shipped ones).
+    in ``--out`` (by default the shipped ones). A first argument
+    ``shapes-vit`` hands the rest to :func:`attnwidget.demo.train_vision.main`.
     """
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    if arguments[:1] == ["shapes-vit"]:
+        from . import train_vision
+
+        train_vision.main(arguments[1:])
+        return
     parser = argparse.ArgumentParser(
-        prog="python -m attnwidget.demo.train", description=__doc__.split("\n\n")[0]
+        prog="python -m attnwidget.demo.train",
+        description=__doc__.split("\n\n")[0],
+        epilog="python -m attnwidget.demo.train shapes-vit [--evaluate] trains the demo ViT.",
     )
     parser.add_argument("--out", type=Path, default=MODELS_DIR, help="output directory")
     parser.add_argument(
@@ -341,7 +355,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--evaluate", action="store_true", help="evaluate the saved models, do not train"
     )
-    args = parser.parse_args(argv)
+    args = parser.parse_args(arguments)
     settings = TrainSettings(seed=args.seed, steps=args.steps)
     for name in args.models:
         path = Path(args.out) / name
