@@ -163,6 +163,16 @@ def test_unknown_names_are_refused_with_the_valid_ones(encoder) -> None:
             metrics=["sufficiency_aopc"],
             executor="x",
         )
+    with pytest.raises(InputError, match="rationale_k"):
+        evaluate(
+            model,
+            tokenizer,
+            ["the keys"],
+            methods=["raw"],
+            metrics=["token_f1"],
+            rationales=[[0, 1]],
+            rationale_k=-1,
+        )
     with pytest.raises(InputError, match="share the id"):
         evaluate(
             model,

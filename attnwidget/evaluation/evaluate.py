@@ -145,6 +145,10 @@ def evaluate(
         human = dataset.token_rationales(
             tokenizer, examples, collected, unit=rationale_unit, limit=limit
         )
+    if rationale_k is not None and (
+        isinstance(rationale_k, bool) or not isinstance(rationale_k, int) or rationale_k < 0
+    ):
+        raise InputError(f"rationale_k={rationale_k!r}: pass a token count (an int ≥ 0) or None.")
     k = rationale_k if rationale_k is not None else dataset.rationale_k(human)
     blank = _blank_id(tokenizer) if replacement_id is None else replacement_id
     if isinstance(blank, bool) or not isinstance(blank, int):
