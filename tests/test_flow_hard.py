@@ -13,7 +13,7 @@ from networkx.algorithms.flow import edmonds_karp
 from scipy.sparse import csr_array
 from scipy.sparse.csgraph import maximum_flow
 
-from attnwidget.methods import _flow_direct, _flowcert
+from attnwidget.methods import _flow_direct, _flow_layers, _flow_proof, _flowcert
 from attnwidget.methods import flow as flow_module
 from attnwidget.methods._flow_edges import arc_positions, max_flow_edges
 from attnwidget.methods.flow import attention_flow_result
@@ -103,17 +103,20 @@ def test_subgraphs_second_solves_and_fallbacks_match_networkx(
     make, layers: int, n: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Every branch of the direct solver on small inputs: per-problem subgraphs
-    (which the defaults keep for n ≥ 25), the transport trial cut short, a
-    proof that never succeeds (so the second, finer solve decides), and the
-    batch solver for what the direct one leaves."""
+    (which the defaults keep for n ≥ 25) at every level and in both node orders,
+    the transport trial cut short, the last resort of the proof (one small max
+    flow), a proof that never succeeds (so the second, finer solve decides),
+    and the batch solver for what the direct one leaves."""
     monkeypatch.setattr(flow_module, "SUBGRAPH_FROM_N", 0)
     monkeypatch.setattr(flow_module, "DIRECT_FROM", 3)
     monkeypatch.setattr(_flowcert, "TRANSPORT_FROM", 4)
     monkeypatch.setattr(_flowcert, "TRANSPORT_TRIAL", 2)
-    monkeypatch.setattr(_flow_direct, "KEEPS", (1, 2))
+    monkeypatch.setattr(_flow_direct, "LEVELS", ((1, False), (2, True)))
     monkeypatch.setattr(_flow_direct, "TRIAL", 3)
+    monkeypatch.setattr(_flow_direct, "ORDER_PROBE", 1)
+    monkeypatch.setattr(_flow_proof, "SIDE_FLOW_FROM_N", 0)
     check(make(layers, n, 2), [0, n // 2])
-    monkeypatch.setattr(_flow_direct, "THRESHOLDS", (1e-300,))  # no proof: refine
+    monkeypatch.setattr(_flow_layers, "prove", lambda net, side: (False, np.inf, 0))  # refine
     check(make(layers, n, 3), [0])
     monkeypatch.setattr(flow_module, "DIRECT", False)  # the batch solver alone
     check(make(layers, n, 4), [1])
