@@ -104,23 +104,35 @@ def test_proof_never_certifies_a_wrong_value() -> None:
 
 
 def test_side_flow_sends_a_feasible_flow() -> None:
-    """The proof's last resort: what it reports as sent is a flow inside the region."""
-    rng = np.random.default_rng(1)
-    depth, n = 4, 5
-    caps = rng.random((depth - 1, n, n)) * (rng.random((depth - 1, n, n)) < 0.7)
-    net = Net(rng.random(n), np.zeros(n), caps, np.zeros_like(caps), rng.random(n), np.zeros(n))
-    region = np.ones((depth, n), dtype=bool)
+    """The proof's last resort: what it reports as sent is a flow inside the region,
+    also where it has to cancel flow on saturated edges (no spare forward)."""
+    attentions = blocks_apart(5, 8, 2, size=2)
+    graph, source, sinks = problem(attentions)
+    solved = graph.solve(source, sinks[5])
+    net = solved.net  # a maximum flow: many edges saturated
+    assert ((net.caps - net.flow < 1e-9) & (net.flow > 0)).any()
+    region = np.ones((net.flow.shape[0] + 1, 8), dtype=bool)
     region[1, 0] = False
-    need = np.zeros((depth, n))
-    need[3, [1, 4]] = 0.05
-    need[2, 2] = 0.02
-    sent = _flow_side.side_flow(net, region, need, share=1.0)
+    need = np.zeros(region.shape)
+    need[0, 5] = 0.4 * net.fa[5]  # e.g. sink 5's edge now carries less: bring it back
+    need[2, 3] = 1e-3
+    moved_a = np.array(net.a)
+    moved_a[5] = net.fa[5] - need[0, 5]  # that edge's capacity is lower now
+    caps = net.caps.copy()
+    caps[0] = np.where(net.flow[0] > 0, net.flow[0], caps[0])  # saturated: no spare at all
+    start = Net(moved_a, np.minimum(net.fa, moved_a), caps, net.flow, net.z, net.fz)
+    sent = _flow_side.side_flow(start, region, need, share=1.0)
     assert sent is not None
     moved, left = sent
     assert (moved.flow >= 0).all() and (moved.flow <= caps + 1e-15).all()
-    assert (moved.fa <= net.a + 1e-15).all()
-    assert not moved.flow[0][:, 0].any() and not moved.flow[1][0].any()  # outside the region
+    assert (moved.fa <= moved_a + 1e-15).all()
+    changed = np.abs(moved.flow - net.flow) > 0
+    assert not changed[0][:, 0].any() and not changed[1][0].any()  # outside the region
     inflow = np.concatenate(([moved.fa], moved.flow.sum(axis=1)))
     outflow = np.concatenate((moved.flow.sum(axis=2), [moved.fz]))
-    np.testing.assert_allclose(inflow - outflow, need - left, atol=1e-12)
-    assert (left >= 0).all() and left.sum() <= need.sum()
+    before = np.concatenate(([start.fa], net.flow.sum(axis=1))) - np.concatenate(
+        (net.flow.sum(axis=2), [net.fz])
+    )
+    np.testing.assert_allclose(inflow - outflow - before, need - left, atol=1e-12)
+    assert (left >= 0).all() and (left <= need + 1e-15).all()
+    assert left[0, 5] <= 1e-6 * need[0, 5]  # the cancelling one was sent (to round-off)

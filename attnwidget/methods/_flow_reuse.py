@@ -65,7 +65,9 @@ class Reuse:
             self.source, self.stored, self.shared = source_caps, [], False
         if not side.any() or side.all():
             return
-        self.shared |= any(np.array_equal(side, old) for old, _ in self.stored)
+        if any(np.array_equal(side, old) for old, _ in self.stored):
+            self.shared = True  # two problems with one cut: try again from now on
+            self.missed = self.waited = 0
         self.stored.insert(0, (side, net))
         del self.stored[KEEP_CUTS:]
 

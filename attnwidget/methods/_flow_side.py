@@ -94,11 +94,15 @@ def side_flow(
         left[t][members[t][wanting]] -= got[start : start + wanting.size]
         start += wanting.size
     flow = net.flow.copy()
+    kept = np.zeros(tail.size, dtype=bool)
+    kept[order] = True
     for t, block in blocks:
         count = block[0].size * block[1].size
-        # scipy's flows are net: the forward arc's holds the change (the
-        # backward arc's is its negative).
-        flow[t][block] += got[start : start + count].reshape(block[0].size, block[1].size)
+        # scipy's flows are net, the backward arc's the negative of the
+        # forward's; read the one that was given to it.
+        ahead, back = slice(start, start + count), slice(start + count, start + 2 * count)
+        change = np.where(kept[ahead], got[ahead], -got[back])
+        flow[t][block] += change.reshape(block[0].size, block[1].size)
         start += 2 * count
     np.clip(flow, 0.0, net.caps, out=flow)
     return replace(net, fa=np.minimum(fa, net.a), flow=flow), np.maximum(left, 0.0)
