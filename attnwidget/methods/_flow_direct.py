@@ -44,13 +44,15 @@ from ._flow_reuse import Reuse
 #: Subgraphs of a problem, tried in turn while they pay off: (KEEP, regions),
 #: each node's KEEP strongest in- and out-edges plus its tokens' chains, with
 #: regions also the edges of the nodes near the sink or the source
-#: (:func:`_subgraph`). At L = 12, n = 128: bottleneck layers are solved on 8;
-#: block and near-identity attention need 24 (near-identity mixes between all
-#: tokens near its cut); the last level is for what they miss. At each level
+#: (:func:`_subgraph`; the default levels do without: a third level (48,
+#: regions) and regions at 8 cost more in failed tries than they saved). At
+#: L = 12, n = 128: bottleneck layers are solved on 8; block and near-identity
+#: attention need 24 (near-identity mixes between all tokens near its cut),
+#: strongly separated blocks fail both and go to the whole graph. At each level
 #: the first problems alternate the node order (:mod:`._flow_layers`' or the
 #: tokens') and the rest take the one that ran faster: ordered was 1.4×
 #: faster on near-identity attention, 1.25× slower on blocks.
-LEVELS = ((8, False), (24, False), (48, True))
+LEVELS = ((8, False), (24, False))
 #: Subgraph tries before judging whether they pay off, and the failure share
 #: above which the remaining problems go to the next level (after the last,
 #: to the whole graph); tries per node order before the faster is kept.

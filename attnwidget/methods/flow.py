@@ -45,10 +45,10 @@ as :attr:`FlowResult.max_error`) much faster, with no approximation:
 **Measured** (``python bench/flow.py --hard --repeats 3``: CLS row, L = 12,
 our CPU time ÷ one plain scipy Dinic solve per sink on the unpruned graph;
 a shared 2-core machine, ratios move by ~±15 % between runs), before → after
-these paths: n = 128: bottleneck 0.40 → 0.38, near-identity 1.02 → 0.81,
-blocks 0.80 → 0.75, blocks apart 2.94 → 1.38 (random 0.01, real 0.08, as
-before); n = 64: 1.20 → 0.91, 1.18 → 0.86, 2.21 → 1.82, 2.58 → 1.77;
-n = 32: 2.19 → 2.19, 2.34 → 2.20, 3.46 → 3.47, 3.23 → 2.04 (there a plain
+these paths: n = 128: bottleneck 0.40 → 0.37, near-identity 1.02 → 0.69,
+blocks 0.80 → 0.73, blocks apart 2.94 → 0.88 (random 0.01, real 0.07-0.08,
+as before); n = 64: 1.20 → 1.08, 1.18 → 0.82, 2.21 → 1.55, 2.58 → 1.62;
+n = 32: 2.19 → 2.06, 2.34 → 2.56, 3.46 → 3.63, 3.23 → 2.50 (there a plain
 solve takes 1–2 ms and our per-problem work in Python dominates). The goal
 of ≤ 0.5× on every hard input at n = 128 is met only on bottleneck layers.
 
