@@ -67,3 +67,15 @@ def test_an_uploaded_png_is_decoded_and_explained() -> None:
 def test_a_windowed_attention_model_is_refused_naming_why() -> None:
     with pytest.raises(ModelNotSupportedError, match="window"):
         attnwidget.Explorer(build_swin(), None, _image())
+
+
+def test_the_paths_picker_and_the_flow_view_follow_each_other() -> None:
+    model, processor = build_vision("vit")
+    explorer = attnwidget.Explorer(model, processor, _image())
+    flow = explorer.views["flow"]
+    explorer.method_picker.value = "flow"
+    assert flow.method == "flow"
+    flow.method = "raw"
+    assert explorer.method_picker.value == "raw"
+    explorer.image = _image(5)  # re-explained: the new FlowView keeps the choice
+    assert explorer.views["flow"].method == "raw"

@@ -25,6 +25,7 @@ from ..capture.image import check_image_model
 from ..explain import explain
 from ..explanation import Explanation
 from ._format import format_number
+from .explorer import Explorer
 from .flow_view import FlowView
 from .saliency import SaliencyView
 
@@ -228,16 +229,10 @@ class ImageExplorer(widgets.VBox):
         if not self._busy:
             self.run()
 
-    def _on_method(self, change: dict[str, Any]) -> None:
-        flow = self.views.get("flow")
-        if self._busy or flow is None or change["new"] == flow.method:
-            return
-        flow.method = change["new"]
-
-    def _on_flow_method(self, change: dict[str, Any]) -> None:
-        if change["new"] in self.method_picker.options:
-            self.method_picker.value = change["new"]
-        self._flow_method = change["new"]
+    # The paths picker and the FlowView stay in step exactly as in the text
+    # Explorer (same attribute names): its handlers, not copies.
+    _on_method = Explorer._on_method
+    _on_flow_method = Explorer._on_flow_method
 
     def _on_upload(self, change: dict[str, Any]) -> None:
         files = change["new"]
