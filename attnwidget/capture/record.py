@@ -39,6 +39,9 @@ class AttentionRecord:
     decoder query's cross-attention over the encoder tokens (see
     :class:`attnwidget.methods.ScoreContext`). Images (``kind="image"``) have
     no ``input_ids`` (empty) and carry the image and its patch grid.
+    ``head_values`` (L, H, n, d_v) and ``head_output_weights`` (L, H, d_v, d)
+    are each head's value vectors and output-projection slice, captured only
+    when a method needs them (:mod:`attnwidget.capture.values`).
     """
 
     kind: str
@@ -67,3 +70,5 @@ class AttentionRecord:
     patch_size: int | None = None
     special_tokens: list[int] | None = None
     black_pixels: np.ndarray | None = None  # (3, H, W): a black image as the model reads it
+    head_values: np.ndarray | None = None
+    head_output_weights: np.ndarray | None = None

@@ -22,6 +22,7 @@ from .record import AttentionRecord, ModelCall
 from .state import autograd_on
 from .targets import resolve_query_index, resolve_target
 from .tokens import readable_token
+from .values import ValueRecorder, output_weights, value_layouts
 
 
 @dataclass
@@ -48,8 +49,14 @@ def capture(
     target: Any,
     query_index: int | None,
     readable: bool = True,
+    values: bool = False,
 ) -> list[AttentionRecord]:
-    """Capture one record per item (same order). The model must be capture-ready."""
+    """Capture one record per item (same order). The model must be capture-ready.
+
+    ``values=True`` also records each head's value vectors and output-projection
+    slice (``head_values``, ``head_output_weights``; :mod:`.values`), with forward
+    hooks present for that one forward pass only.
+    """
     groups: dict[tuple[int, int], list[int]] = {}
     for index, item in enumerate(items):
         groups.setdefault(item.group_key, []).append(index)
@@ -66,6 +73,7 @@ def capture(
                 target=target,
                 query_index=query_index,
                 readable=readable,
+                values=values,
             ),
             strict=True,
         ):
@@ -181,6 +189,7 @@ def _capture_group(
     target: Any,
     query_index: int | None,
     readable: bool,
+    values: bool = False,
 ) -> list[AttentionRecord]:
     # Autograd on whatever the caller's grad mode (torch.no_grad(),
     # torch.inference_mode()): capture() is public and may run outside
@@ -193,8 +202,14 @@ def _capture_group(
         with torch.no_grad():
             embeds = embedding_layer(ids)
         embeds = embeds.detach().requires_grad_(True)
-        outputs = model(inputs_embeds=embeds, output_attentions=True, return_dict=True, **kwargs)
+        layouts = value_layouts(model) if values else []
+        with ValueRecorder(layouts) as recorder:
+            outputs = model(
+                inputs_embeds=embeds, output_attentions=True, return_dict=True, **kwargs
+            )
         self_attn = _self_attentions(outputs, kind)
+        if values:
+            value_layouts(model, len(self_attn))  # as many layouts as attention maps
         first_layer = self_attn[0].detach().float().cpu().numpy()
 
         n = ids.shape[1]
@@ -244,6 +259,8 @@ def _capture_group(
     embed_grads_np = _to_numpy(embed_grads)
     logits_np = scores.detach().cpu().numpy()
     decoder_attn = cross_attn = None
+    head_values = recorder.head_values() if values else None  # (B, L, H, n, d_v)
+    head_outputs = output_weights(layouts) if values else None  # (L, H, d_v, d), shared
     if kind == ENCODER_DECODER:
         decoder_attn = np.stack([_to_numpy(a) for a in outputs.decoder_attentions], axis=1)
         cross_attn = np.stack([_to_numpy(a) for a in outputs.cross_attentions], axis=1)
@@ -282,6 +299,9 @@ def _capture_group(
             blank_token_id=_blank_id(tokenizer),
             call=ModelCall(model, kind, single, query_rows[b], target_ids[b], item.input_ids),
         )
+        if head_values is not None:
+            record.head_values = head_values[b]
+            record.head_output_weights = head_outputs
         if kind == ENCODER_DECODER:
             decoder_ids = item.decoder_ids or []
             dec_raw = tokenizer.convert_ids_to_tokens(decoder_ids)
