@@ -139,6 +139,8 @@ def explain(
             row = resolve_query_index(query_index, 0, n)
             _check_pooled_row(row, (0, n - 1), names, query_index)
     explanations: list[Explanation] = []
+    # Each head's values are hooked only for the methods that read them.
+    values = any("head_values" in get_method(name).needs for name in names)
     with capture_ready(model):
         # Group consecutive texts sharing a target so each group is one batch.
         for start, end in _runs(targets):
@@ -150,6 +152,7 @@ def explain(
                 target=targets[start],
                 query_index=query_index,
                 readable=readable_tokens,
+                values=values,
             )
             for record in records:
                 if kind == ENCODER:  # the pooled row is known once the model has run
@@ -325,6 +328,8 @@ def _explanation(
         target_probability=None if record.call is None else target_probability(record.call),
         options=options,
         query_weights=record.query_weights,
+        head_values=None if record.head_values is None else record.head_values.astype(np.float64),
+        head_output_weights=record.head_output_weights,
     )
     scores, details = compute_scores(names, context)
     logits = record.logits

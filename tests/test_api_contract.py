@@ -23,6 +23,7 @@ from attnwidget.capture import attention_implementation
 from attnwidget.errors import InputError, UnknownMethodError
 from attnwidget.methods import ScoreContext, compute_scores
 from attnwidget.methods.flow import attention_flow_result
+from attnwidget.methods.registry import READS_ATTENTION
 from attnwidget.relevance.lrp import run_lrp
 
 TEXT = "the keys to the cabinet are on the table"
@@ -105,7 +106,8 @@ def test_method_info_describes_every_method_and_its_options(name: str) -> None:
         type_cell = option.type_name.replace("|", "\\|")  # escaped inside a table
         assert f"| {option.name} | {type_cell} | {option.default!r} |" in markdown
     # Attention-only methods read a row; the others explain the target.
-    assert ("attention" in info.explains) == (set(spec.needs) == {"attentions"})
+    # (each head's values, for effective_attention and attention_norm, count as attention)
+    assert ("attention" in info.explains) == (set(spec.needs) <= READS_ATTENTION)
 
 
 def test_every_builtin_method_declares_its_options() -> None:

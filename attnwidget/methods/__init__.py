@@ -73,8 +73,16 @@ def compute_scores(
         available.add("target_score")
     if context.target_probability is not None:
         available.add("target_probability")
+    if context.head_values is not None and context.head_output_weights is not None:
+        available.add("head_values")
     for spec in specs:
         missing = spec.needs - available
+        if missing == {"head_values"}:
+            raise ModelNotSupportedError(
+                f"method {spec.name!r} needs each head's value vectors, which plain attention "
+                "arrays do not provide; run it through attnwidget.explain(model, tokenizer, "
+                "text) on a text model (BERT family, DistilBERT, GPT-2, Llama-style)."
+            )
         if missing:
             raise ModelNotSupportedError(
                 f"method {spec.name!r} needs {sorted(missing)}, which plain attention arrays "
@@ -106,3 +114,10 @@ def method_context(specs: Sequence[MethodSpec], context: ScoreContext) -> ScoreC
 # the order of available_methods()).
 from . import chefer2021 as _chefer2021  # noqa: E402, F401
 from . import lrp as _lrp  # noqa: E402, F401
+
+#: Registered last (after rollout, as before they existed): the methods that read
+#: each head's values (capture's head_values).
+_VALUE_METHODS = ("effective_attention", "attention_norm")
+from . import rollout as _rollout  # noqa: E402, F401, I001
+from . import effective_attention as _effective_attention  # noqa: E402, F401
+from . import attention_norm as _attention_norm  # noqa: E402, F401

@@ -43,6 +43,10 @@ class ScoreContext:
     ``target_score`` and ``target_probability`` take pixel batches
     (B, 3, H, W) instead (integrated gradients and occlusion run on pixels:
     :mod:`attnwidget.methods.pixels`).
+    ``head_values`` (L, H, n, d_v) and ``head_output_weights`` (L, H, d_v, d)
+    are each head's value vectors (bias included) and slice of the output
+    projection, captured only for the methods that need them ("head_values":
+    ``effective_attention``, ``attention_norm``).
     """
 
     attentions: np.ndarray
@@ -60,6 +64,8 @@ class ScoreContext:
     pixels: np.ndarray | None = None
     black_pixels: np.ndarray | None = None
     patch_size: int | None = None
+    head_values: np.ndarray | None = None
+    head_output_weights: np.ndarray | None = None
 
     def patch_token_scores(self, patch_values: np.ndarray) -> np.ndarray:
         """(rows·cols,) patch scores → (n,) token scores, the special tokens (first) at 0."""
@@ -102,7 +108,7 @@ class MethodSpec:
         """True when the scores explain the target logit or probability (they need
         gradients or re-runs of the model), False when they only read the query
         row's attention."""
-        return bool(self.needs - {"attentions"})
+        return bool(self.needs - READS_ATTENTION)
 
     def info(self) -> MethodInfo:
         """A readable description of this method (see :func:`method_info`)."""
@@ -195,8 +201,17 @@ _REGISTRY: dict[str, MethodSpec] = {}
 
 #: What a capture can provide; ``needs`` must be a subset of this.
 CAPABILITIES = frozenset(
-    {"attentions", "attention_grads", "embedding_grads", "target_score", "target_probability"}
+    {
+        "attentions",
+        "attention_grads",
+        "embedding_grads",
+        "target_score",
+        "target_probability",
+        "head_values",
+    }
 )
+#: Needs of methods that only read the query row's attention (not the target).
+READS_ATTENTION = frozenset({"attentions", "head_values"})
 
 
 def register(
