@@ -14,6 +14,7 @@ from .._arrays import non_finite_summary
 from ..errors import AttentionShapeError, NonFiniteError
 from ..explanation import Explanation
 from ._buffers import ATTENTION_HINT, DTYPES, check_float16, decode_float16, encode_attention
+from ._method_maps import METHOD_MATRICES, method_maps, shown_methods
 
 #: The wire dtype of attention weights: IEEE half, little-endian (see _buffers).
 WIRE_DTYPE = DTYPES["float16"]
@@ -151,6 +152,10 @@ class AttentionSet:
         causal = True if explanation.kind == "causal-lm" else None
         if explanation.decoder_tokens is None:
             matrices = [make_matrix("self", explanation.attentions, tokens, tokens, causal)]
+            # Methods that replace each head's attention by another map (_method_maps).
+            for name in shown_methods(explanation):
+                maps = method_maps(explanation, name)
+                matrices.append(make_matrix(name, maps, tokens, tokens, matrices[0].causal))
         else:
             matrices = [make_matrix("encoder", explanation.attentions, tokens, tokens)]
             if explanation.decoder_attentions is not None:
@@ -188,7 +193,13 @@ class AttentionSet:
         return self
 
 
-_LABELS = {"self": "Self-attention", "encoder": "Encoder", "decoder": "Decoder", "cross": "Cross"}
+_LABELS = {
+    "self": "Self-attention",
+    "encoder": "Encoder",
+    "decoder": "Decoder",
+    "cross": "Cross",
+    **METHOD_MATRICES,
+}
 
 
 def make_matrix(

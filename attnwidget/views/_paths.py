@@ -12,8 +12,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from ..errors import ModelNotSupportedError, UnknownMethodError
 from ..methods._graph import HeadFusion, as_attention_array, fuse_heads
+from ._method_maps import METHOD_MATRICES, method_maps, shown_methods
 from ._path_maths import (
     PathResult,
     Progress,
@@ -226,3 +229,34 @@ def _lrp(explanation: Any, layer: int, token: int, **_options: Any) -> PathResul
         f"{explanation.query_index} (summed over heads); it does not depend on the selection."
     )
     return PathResult("lrp", layer, token, nodes, edges, signed=True, note=note)
+
+
+def _maps_path_method(name: str, summary: str, signed: bool) -> None:
+    """Register ``name``'s per-head maps (:mod:`._method_maps`) as raw-like paths."""
+
+    def applies(explanation: Any) -> bool:
+        return name in shown_methods(explanation)
+
+    def compute(explanation: Any, layer: int, token: int, **options: Any) -> PathResult:
+        maps = method_maps(explanation, name).astype(np.float64)
+        fused = fuse_heads(maps, options["head_fusion"])
+        nodes, edges = raw_paths(fused, layer, token)
+        note = (
+            f"{name}: the selected layer's {METHOD_MATRICES[name].lower()} (heads fused, no "
+            "residual); straight lanes assume node (l, j) is token j."
+        )
+        return PathResult(name, layer, token, nodes, edges, signed=signed, note=note)
+
+    register_path_method(name, applies=applies, summary=summary, signed=signed)(compute)
+
+
+_maps_path_method(
+    "effective_attention",
+    "Effective attention: one layer's attention without its null-space part (signed).",
+    signed=True,
+)
+_maps_path_method(
+    "attention_norm",
+    "Norm-based attention: one layer's ‖α f(x)‖, each row's share (heads fused).",
+    signed=False,
+)
