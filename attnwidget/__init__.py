@@ -48,6 +48,7 @@ __version__ = "0.1.0"
 __all__ = [
     "DEFAULT_METHODS",
     "Annotator",
+    "AttentionCalculator",
     "AttentionRowSumWarning",
     "AttentionShapeError",
     "AttnWidgetError",
@@ -93,6 +94,7 @@ __all__ = [
 _VIEWS = (
     "EvaluationView",
     "Annotator",
+    "AttentionCalculator",
     "Explorer",
     "FlowView",
     "HeadView",

@@ -29,7 +29,15 @@ import pytest
 
 from attnwidget.explanation import Explanation
 from attnwidget.methods._graph import add_residual, fuse_heads
-from attnwidget.views import Annotator, FlowView, HeadView, ImageView, ModelView, SaliencyView
+from attnwidget.views import (
+    Annotator,
+    AttentionCalculator,
+    FlowView,
+    HeadView,
+    ImageView,
+    ModelView,
+    SaliencyView,
+)
 from attnwidget.views._buffers import decode_array, encode_array
 from attnwidget.views._flow_messages import MESSAGES
 from attnwidget.views._format import format_number
@@ -142,6 +150,7 @@ def traits_fixture() -> dict[str, list[str]]:
         "image": ImageView,
         "evaluation": EvaluationView,
         "annotator": Annotator,
+        "calculator": AttentionCalculator,
     }
     return {
         name: sorted(t for t in cls.class_trait_names(sync=True) if t not in _MACHINERY)

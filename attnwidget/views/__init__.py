@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ._base import BUNDLE, BundleMissingError
 from .annotator import Annotator
+from .attention_calculator import AttentionCalculator
 from .compat import head_view, model_view
 from .evaluation_view import EvaluationView
 from .explorer import Explorer
@@ -20,6 +21,7 @@ from .saliency import SaliencyView
 __all__ = [
     "BUNDLE",
     "Annotator",
+    "AttentionCalculator",
     "BundleMissingError",
     "EvaluationView",
     "Explorer",

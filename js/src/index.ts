@@ -21,6 +21,9 @@ import type { EvaluationTraits } from "./evaluation_types";
 // Annotator (annotator*.ts)
 import { renderAnnotator } from "./annotator";
 import type { AnnotatorTraits } from "./annotator_types";
+// AttentionCalculator (calculator_*.ts)
+import { renderCalculator } from "./calculator_view";
+import type { CalculatorTraits } from "./calculator_types";
 import { mountWhenReady, renderStandalone as renderPayload, type StandaloneView } from "./standalone";
 import { withToolbar } from "./toolbar";
 import type { BaseTraits, SaliencyTraits } from "./types";
@@ -37,6 +40,7 @@ const VIEWS: Record<string, ViewRenderer> = {
   image: (props) => renderImageView(props as { model: AnyModel<ImageTraits>; el: HTMLElement }),
   evaluation: (props) => renderEvaluationView(props as { model: AnyModel<EvaluationTraits>; el: HTMLElement }),
   annotator: (props) => renderAnnotator(props as { model: AnyModel<AnnotatorTraits>; el: HTMLElement }),
+  calculator: (props) => renderCalculator(props as { model: AnyModel<CalculatorTraits>; el: HTMLElement }),
 };
 
 function render({ model, el }: RenderProps<BaseTraits>): Cleanup | void {

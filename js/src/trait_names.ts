@@ -9,6 +9,7 @@
  */
 import type { AnnotatorTraits } from "./annotator_types";
 import type { AttentionTraits, HeadTraits, ModelTraits } from "./attention_types";
+import type { CalculatorTraits } from "./calculator_types";
 import type { EvaluationTraits } from "./evaluation_types";
 import type { ComputeRequest, ErrorReply, LayerReply, LayerRequest, PathsReply, ProgressReply, StaleReply } from "./flow_messages";
 import type { FlowTraits } from "./flow_types";
@@ -58,9 +59,16 @@ const evaluation: Names<EvaluationTraits> = {
   selected: true, selected_example: true,
 };
 
+const calculator: Names<CalculatorTraits> = {
+  _view: true, caption: true, query_tokens: true, key_tokens: true, q: true, k: true, v: true, score_kind: true,
+  W: true, W1: true, W2: true, v_a: true, beta: true, mask_kind: true, window: true, lengths: true, W_p: true,
+  v_p: true, temperature: true, scores: true, masked_scores: true, weights: true, gaussian: true,
+  local_weights: true, positions: true, output: true, steps_info: true, error: true, revision: true,
+};
+
 /** Trait names per `_view` value, sorted. */
 export const TRAIT_NAMES: Record<string, string[]> = Object.fromEntries(
-  Object.entries({ saliency, head, model, flow, image, evaluation, annotator }).map(([view, names]) => [view, Object.keys(names).sort()]),
+  Object.entries({ saliency, head, model, flow, image, evaluation, annotator, calculator }).map(([view, names]) => [view, Object.keys(names).sort()]),
 );
 
 const compute: Names<ComputeRequest> = { type: true, id: true, version: true, method: true, layer: true, token: true };
