@@ -65,12 +65,26 @@ def _flow() -> Any:
     )
 
 
+def _image() -> Any:
+    model, processor = demo.load("shapes-vit")
+    record = demo.images(1, seed=3, split="test")[0]
+    exp = attnwidget.explain(
+        model,
+        processor,
+        record.image,
+        methods=["rollout", "chefer2021", "grad_attention", "integrated_gradients"],
+        method_options={"chefer2021": {"start_layer": 1}},
+    )
+    return attnwidget.ImageView(exp, method="chefer2021", opacity=0.6)
+
+
 #: name → (how to build the view, the CSS selector of its root once drawn).
 VIEWS: dict[str, tuple[Callable[[], Any], str]] = {
     "saliency": (_saliency, ".attnw-saliency"),
     "head": (_head, ".attnw-headview[data-state=ready]"),
     "model": (_model, ".attnw-modelview[data-state=ready]"),
     "flow": (_flow, ".attnw-flow[data-state=ready]"),
+    "image": (_image, ".attnw-imageview[data-state=ready]"),
 }
 
 
