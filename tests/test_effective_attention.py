@@ -230,3 +230,15 @@ def test_the_views_show_it() -> None:
     plain = explained(model, tokenizer, LONG, ["raw"])
     assert [m["key"] for m in attnwidget.HeadView(plain).matrices] == ["self"]
     assert "effective_attention" not in attnwidget.FlowView(plain).methods
+
+
+def test_causal_rows_match_the_reference_past_full_rank() -> None:
+    # Rows after T_{≤i} reaches rank d_v take the linear-solve path; a rank-deficient
+    # head (two equal value rows, and a zero one) keeps taking the eigendecomposition.
+    rng = np.random.default_rng(3)
+    a, t = _random_case(rng, n=30, d_v=4, causal=True)
+    t[1, 1, 7] = t[1, 1, 2]
+    t[0, 0, :3] = 0.0
+    eff, null_dims = effective_attention(a, t)
+    np.testing.assert_allclose(eff, reference_effective(a, t), atol=1e-10)
+    assert null_dims[0, 0, 2] == 3 and null_dims[0, 0, 29] == 26

@@ -17,7 +17,16 @@ import attnwidget
 from attnwidget.capture import capture_ready
 
 #: Families the value capture reads, and a tiny model of each (tests/tiny_models.py).
-FAMILIES = ("bert-cls", "roberta-cls", "xlm-roberta-cls", "gpt2-lm", "llama-lm")
+FAMILIES = (
+    "bert-cls",
+    "roberta-cls",
+    "xlm-roberta-cls",
+    "electra-cls",
+    "distilbert-cls",
+    "gpt2-lm",
+    "llama-lm",
+    "qwen2-lm",  # Llama-style with a value bias
+)
 #: A text long enough that n > d_v = 8 (the tiny models' head size).
 LONG = "the cat sat on the mat and the dog ran to the park today"
 
@@ -55,6 +64,12 @@ def reference_values(model, input_ids) -> tuple[np.ndarray, np.ndarray, np.ndarr
             w_v, b_v = _np(block.self.value.weight).T, _np(block.self.value.bias)
             w_o = _np(block.output.dense.weight).T  # (H·d_v, d)
             kv_heads = heads
+        elif hasattr(base, "transformer"):  # DistilBERT (post-LN: reads h itself)
+            block = base.transformer.layer[layer].attention
+            x = _np(h)
+            w_v, b_v = _np(block.v_lin.weight).T, _np(block.v_lin.bias)
+            w_o = _np(block.out_lin.weight).T
+            kv_heads = heads
         elif hasattr(base, "h"):  # GPT-2: Conv1D weights are (in, out); values: last third
             block = base.h[layer]
             with torch.no_grad():
@@ -69,7 +84,8 @@ def reference_values(model, input_ids) -> tuple[np.ndarray, np.ndarray, np.ndarr
             with torch.no_grad():
                 x = _np(block.input_layernorm(h))
             w_v = _np(block.self_attn.v_proj.weight).T
-            b_v = np.zeros(w_v.shape[1])
+            bias = block.self_attn.v_proj.bias
+            b_v = np.zeros(w_v.shape[1]) if bias is None else _np(bias)
             w_o = _np(block.self_attn.o_proj.weight).T
             kv_heads = model.config.num_key_value_heads
         d_v = w_o.shape[0] // heads
