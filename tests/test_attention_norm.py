@@ -165,3 +165,19 @@ def test_the_views_show_it() -> None:
     )
     saliency = attnwidget.SaliencyView(exp, methods=["attention_norm"])
     np.testing.assert_allclose(saliency.score_matrix()[0], exp.scores["attention_norm"])
+
+
+def test_a_list_of_texts_gets_each_its_own_values() -> None:
+    # Texts are batched by length; each record keeps its own values.
+    model, tokenizer = build("gpt2-lm")
+    texts = [LONG, "the dog ran to the park", "the cat sat on the mat"]
+    batch = attnwidget.explain(model, tokenizer, texts, methods=["attention_norm"])
+    assert len(batch[1].tokens) == len(batch[2].tokens)  # these two run as one batch
+    for text, exp in zip(texts, batch, strict=True):
+        single = explained(model, tokenizer, text, ["attention_norm"])
+        np.testing.assert_allclose(
+            exp.details["attention_norm"]["maps"],
+            single.details["attention_norm"]["maps"],
+            rtol=1e-5,
+            atol=1e-7,
+        )

@@ -242,3 +242,12 @@ def test_causal_rows_match_the_reference_past_full_rank() -> None:
     eff, null_dims = effective_attention(a, t)
     np.testing.assert_allclose(eff, reference_effective(a, t), atol=1e-10)
     assert null_dims[0, 0, 2] == 3 and null_dims[0, 0, 29] == 26
+
+
+def test_images_are_refused_with_the_reason() -> None:
+    from tiny_vision import build_vision
+
+    model, processor = build_vision("vit")
+    image = (np.random.default_rng(0).random((32, 32, 3)) * 255).astype(np.uint8)
+    with pytest.raises(ModelNotSupportedError, match=r"value vectors.*image explanations"):
+        attnwidget.explain(model, processor, image, methods=["attention_norm"])

@@ -79,9 +79,10 @@ def compute_scores(
         missing = spec.needs - available
         if missing == {"head_values"}:
             raise ModelNotSupportedError(
-                f"method {spec.name!r} needs each head's value vectors, which plain attention "
-                "arrays do not provide; run it through attnwidget.explain(model, tokenizer, "
-                "text) on a text model (BERT family, DistilBERT, GPT-2, Llama-style)."
+                f"method {spec.name!r} needs each head's value vectors, which only "
+                "attnwidget.explain(model, tokenizer, text) captures, on text models (BERT "
+                "family, DistilBERT, GPT-2, Llama-style); plain attention arrays and image "
+                "explanations do not have them."
             )
         if missing:
             raise ModelNotSupportedError(
