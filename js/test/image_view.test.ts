@@ -97,6 +97,19 @@ describe("colours of a patch grid", () => {
     assert.deepEqual(Array.from(pixels.subarray(8, 12)), [...MISSING, 255]);
   });
 
+  test("colorize equals scale.color pixel for pixel, signed and unsigned, beyond the range too", () => {
+    const values = Array.from({ length: 2001 }, (_, i) => -1.3 + (2.6 * i) / 2000);
+    values.push(Number.NaN, Number.POSITIVE_INFINITY, -0);
+    for (const signed of [false, true]) {
+      const scale = mapRange(values.slice(200, 1800), signed).scale;
+      const pixels = colorize(values, scale);
+      values.forEach((value, i) => {
+        const expected = Number.isFinite(value) ? scale.color(value) : MISSING;
+        assert.deepEqual(Array.from(pixels.subarray(4 * i, 4 * i + 4)), [...expected, 255], `value ${value}`);
+      });
+    }
+  });
+
   test("signed maps are symmetric around 0", () => {
     const range = mapRange([-0.5, 0.25, 0], true);
     assert.equal(range.scale.max, 0.5);
