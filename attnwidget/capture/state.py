@@ -141,6 +141,7 @@ def _prepared(model: torch.nn.Module) -> Iterator[None]:
     # One walk over the modules serves every snapshot: explain() on a small
     # model is dominated by this bookkeeping otherwise.
     modules = list(model.modules())
+    register_recorded_outputs(modules)
     modes = [module.training for module in modules]
     hooks = _hook_snapshot(modules)
     flags = [(param, param.requires_grad) for param in model.parameters()]
@@ -168,6 +169,29 @@ def _prepared(model: torch.nn.Module) -> Iterator[None]:
         for config, implementation in implementations:
             if "_attn_implementation_internal" in config.__dict__ or implementation is not None:
                 config._attn_implementation_internal = implementation
+
+
+def register_recorded_outputs(modules: list[torch.nn.Module]) -> None:
+    """Redo what unpickling skips, so a pickled model returns its attention.
+
+    transformers (5.x) records ``output_attentions`` only for model classes
+    that its ``PreTrainedModel.__init__`` registered in this process (a
+    registry keyed by class). A model unpickled in a fresh process (Dask
+    workers, ``torch.load`` of a whole model, multiprocessing) never ran
+    ``__init__`` there and would return no attention at all. Registering its
+    classes' own ``_can_record_outputs`` is exactly what that ``__init__``
+    would have done; older transformers versions keep no such registry.
+    """
+    try:
+        from transformers import PreTrainedModel
+        from transformers.utils.output_capturing import _CAN_RECORD_REGISTRY
+    except ImportError:
+        return
+    for module in modules:
+        if isinstance(module, PreTrainedModel) and not _CAN_RECORD_REGISTRY.get(module):
+            recorded = getattr(module, "_can_record_outputs", None)
+            if recorded:
+                _CAN_RECORD_REGISTRY[module] = recorded
 
 
 # Hook registries of torch modules. transformers installs output-capturing

@@ -37,6 +37,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..capture.state import register_recorded_outputs
 from ..errors import InputError
 from ._compute import ChunkResult, ChunkTask, Plan, compute_chunk
 
@@ -59,22 +60,8 @@ class ModelBundle:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        _register_outputs(self.model)
+        register_recorded_outputs(list(self.model.modules()))  # before any other use
         _LOADS[self.token] += 1
-
-
-def _register_outputs(model: Any) -> None:
-    """Redo what unpickling skips: transformers (5.x) records attention outputs only for
-    model classes its ``PreTrainedModel.__init__`` registered in this process, so a
-    model unpickled in a fresh worker would return no attention."""
-    try:
-        from transformers import PreTrainedModel
-        from transformers.utils.output_capturing import _CAN_RECORD_REGISTRY
-    except ImportError:  # other transformers versions keep no such registry
-        return
-    for module in model.modules():
-        if isinstance(module, PreTrainedModel) and not _CAN_RECORD_REGISTRY.get(module):
-            _CAN_RECORD_REGISTRY[module] = getattr(module, "_can_record_outputs", None)
 
 
 def load_counts() -> dict[str, int]:
