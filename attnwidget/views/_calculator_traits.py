@@ -29,7 +29,8 @@ def to_wire(value: np.ndarray | None, _widget: Any = None) -> dict[str, Any] | N
     if value is None:
         return None
     array = np.ascontiguousarray(value, dtype=WIRE)
-    return {"dtype": "float64", "shape": [int(s) for s in array.shape], "data": array.data}
+    shape = [int(s) for s in array.shape]
+    return {"dtype": "float64", "shape": shape, "data": memoryview(array.tobytes())}
 
 
 def from_wire(value: Any, _widget: Any = None) -> np.ndarray | None:

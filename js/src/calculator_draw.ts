@@ -6,7 +6,7 @@
 import { css, interpolate, PUOR, textColorFor, VIRIDIS, MISSING, type RGB } from "./colors";
 import { displayToken, h } from "./dom";
 import { dims, inputText, type Mat } from "./calculator_state";
-import { num } from "./calculator_text";
+import { formatNumber } from "./format";
 
 /** How a step's values are coloured: diverging around 0, or probabilities 0..1. */
 export type Colouring = "signed" | "probability";
@@ -25,35 +25,51 @@ function largest(data: Float64Array): number {
   return max;
 }
 
-/** One cell's text: "−∞" for masked entries, else ≤ 3 significant digits. */
+/** One cell's text: "−∞" for masked entries, else 3 significant digits (format.ts). */
 export function cellText(value: number): string {
-  return value === -Infinity ? "−∞" : num(Number(value.toPrecision(3)));
+  return value === -Infinity ? "−∞" : formatNumber(value, { digits: 3 });
 }
 
 /** A labelled matrix: rows and columns named, every cell coloured by its value. */
 export function matrixTable(step: string, mat: Mat, rows: readonly string[], cols: readonly string[], colouring: Colouring): HTMLTableElement {
   const [m, n] = dims(mat) ?? [0, 0];
-  const max = largest(mat.data);
   const head = h("tr", {}, [h("th", { className: "attnw-calc-corner" }), ...cols.slice(0, n).map((c) => h("th", { text: displayToken(c), attrs: { scope: "col" } }))]);
   const body: HTMLTableRowElement[] = [];
   for (let i = 0; i < m; i++) {
     const cells: HTMLElement[] = [h("th", { text: displayToken(rows[i] ?? String(i)), attrs: { scope: "row" } })];
-    for (let j = 0; j < n; j++) {
-      const value = mat.data[i * n + j] as number;
-      const background = cellColour(value, colouring, max);
-      cells.push(
-        h("td", {
-          className: value === -Infinity ? "attnw-calc-cell attnw-calc-masked" : "attnw-calc-cell",
-          text: cellText(value),
-          attrs: { "data-step": step, "data-i": i, "data-j": j, tabindex: -1 },
-          style: { "background-color": css(background), color: css(textColorFor(background)) },
-        }),
-      );
-    }
+    for (let j = 0; j < n; j++) cells.push(h("td", { className: "attnw-calc-cell", attrs: { "data-step": step, "data-i": i, "data-j": j, tabindex: -1 } }));
     body.push(h("tr", {}, cells));
   }
-  return h("table", { className: "attnw-calc-matrix", attrs: { "data-step": step } }, [h("thead", {}, [head]), h("tbody", {}, body)]);
+  const table = h("table", { className: "attnw-calc-matrix", attrs: { "data-step": step } }, [h("thead", {}, [head]), h("tbody", {}, body)]);
+  fillMatrix(table, mat, colouring);
+  return table;
 }
+
+/** Write a matrix's values into a table made by matrixTable for the same shape (in place). */
+export function fillMatrix(table: HTMLTableElement, mat: Mat, colouring: Colouring): void {
+  const max = largest(mat.data);
+  let drawn = DRAWN.get(table);
+  if (!drawn) DRAWN.set(table, (drawn = []));
+  const cells = table.querySelectorAll<HTMLElement>("td.attnw-calc-cell");
+  cells.forEach((cell, k) => {
+    const value = mat.data[k] as number;
+    const background = cellColour(value, colouring, max);
+    const text = cellText(value);
+    const colour = css(background);
+    const last = drawn![k];
+    if (last && last.text === text && last.colour === colour) return; // unchanged: no style work
+    if (!last || last.text !== text) cell.textContent = text;
+    if (!last || (last.text === "−∞") !== (text === "−∞")) cell.classList.toggle("attnw-calc-masked", value === -Infinity);
+    if (!last || last.colour !== colour) {
+      cell.style.setProperty("background-color", colour);
+      cell.style.setProperty("color", css(textColorFor(background)));
+    }
+    drawn![k] = { text, colour };
+  });
+}
+
+/** What each table's cells show now (fillMatrix writes only what changed). */
+const DRAWN = new WeakMap<HTMLTableElement, { text: string; colour: string }[]>();
 
 /** An editor of one input array: a table of number inputs (data-array, data-index). */
 export interface Editor {
@@ -66,7 +82,10 @@ export interface Editor {
 /** Largest array (entries) the page offers to edit; bigger ones are set from Python. */
 export const EDIT_LIMIT = 256;
 
-export function buildEditor(name: string, mat: Mat | null, rows: readonly string[], title: string): Editor {
+/** Parameter editors with more entries than this start folded. */
+export const FOLD_LIMIT = 64;
+
+export function buildEditor(name: string, mat: Mat | null, rows: readonly string[], title: string, collapsed = false): Editor {
   const wrap = h("div", { className: "attnw-calc-editor", attrs: { "data-array": name } });
   const label = h("div", { className: "attnw-calc-editor-title", text: title });
   wrap.appendChild(label);
@@ -99,7 +118,11 @@ export function buildEditor(name: string, mat: Mat | null, rows: readonly string
     }
     body.push(h("tr", {}, cells));
   }
-  wrap.appendChild(h("table", { className: "attnw-calc-matrix attnw-calc-inputs" }, [h("thead", {}, [head]), h("tbody", {}, body)]));
+  const table = h("table", { className: "attnw-calc-matrix attnw-calc-inputs" }, [h("thead", {}, [head]), h("tbody", {}, body)]);
+  if (collapsed && m * n > FOLD_LIMIT) {
+    // Folded: a closed <details> is not laid out, so a big parameter costs nothing until opened.
+    wrap.appendChild(h("details", {}, [h("summary", { text: `${m} × ${n} entries` }), table]));
+  } else wrap.appendChild(table);
   return { el: wrap, name, shape, inputs };
 }
 

@@ -19,10 +19,10 @@ import type { AnyModel } from "@anywidget/types";
 
 import { select, setOptions } from "./attention_common";
 import { h, microtaskScheduler, styleElement } from "./dom";
-import { buildEditor, matrixTable, updateEditor, type Colouring, type Editor } from "./calculator_draw";
+import { buildEditor, fillMatrix, matrixTable, updateEditor, type Colouring, type Editor } from "./calculator_draw";
 import { gaussianFormula, localFormula, maskFormula, outputFormula, scoreFormula, softmaxFormula } from "./calculator_mathml";
 import { REPLY_MS, ReplyWatch, save, saveEntry } from "./calculator_messages";
-import { ARRAY_NAMES, decodeWire, inputText, labels, parseNumber, readInputs, readSteps, type Inputs, type Steps } from "./calculator_state";
+import { ARRAY_NAMES, decodeWire, inputText, labels, parseNumber, readInputs, readSteps, type Inputs, type Mat, type Steps } from "./calculator_state";
 import { cellArithmetic, num } from "./calculator_text";
 import { KIND_PARAMS, MASK_KINDS, SCORE_KINDS, type ArrayName, type CalculatorTraits, type StepName } from "./calculator_types";
 import styles from "./calculator.css";
@@ -65,7 +65,11 @@ export function renderCalculator({ model, el }: { model: Model; el: HTMLElement 
   const tempField = numberField("T", "attnw-calc-temperature", { "aria-label": "Temperature T (number)" });
   const betaField = numberField("β", "attnw-calc-beta", { "aria-label": "Cosine sharpening β" });
   const caption = h("div", { className: "attnw-caption attnw-calc-caption" });
-  const editors = h("div", { className: "attnw-calc-editors" });
+  // q, k, v and the parameters in two boxes: a kind's parameters coming and going
+  // re-lay out only theirs.
+  const vectors = h("div", { className: "attnw-calc-vectors" });
+  const params = h("div", { className: "attnw-calc-params" });
+  const editors = h("div", { className: "attnw-calc-editors" }, [vectors, params]);
   const sliderLabel = h("span", { className: "attnw-calc-slider-label", text: "Drag: click an entry first" });
   const slider = h("input", { className: "attnw-calc-slider", attrs: { type: "range", min: -3, max: 3, step: 0.05, disabled: true, "aria-label": "Value of the entry last focused" } });
   const errorBox = h("div", { className: "attnw-calc-error", attrs: { role: "alert", hidden: true } });
@@ -95,11 +99,11 @@ export function renderCalculator({ model, el }: { model: Model; el: HTMLElement 
   el.appendChild(root);
 
   let built: Record<string, Editor> = {};
-  let editorKey = "";
   let focused: { name: ArrayName; index: number } | null = null;
   let good: Inputs | null = null; // the inputs the drawn steps came from
   let steps: Steps | null = null;
   let drawnVersion = -1;
+  let drawnNames = "";
   let localError = "";
   let silent = false;
   const watch = new ReplyWatch(() => {
@@ -108,7 +112,12 @@ export function renderCalculator({ model, el }: { model: Model; el: HTMLElement 
   });
 
   const sendEntry = (name: ArrayName, index: number, value: number): void => {
-    if (saveEntry(model, name, index, value)) watch.sent();
+    if (!saveEntry(model, name, index, value)) return;
+    if (localError) {
+      localError = "";
+      schedule();
+    }
+    watch.sent();
   };
   const sendScalar = (patch: Parameters<typeof save>[1]): void => {
     localError = "";
@@ -127,22 +136,31 @@ export function renderCalculator({ model, el }: { model: Model; el: HTMLElement 
     if (name === "W" && inputs.scoreKind === "location") return inputs.keyTokens;
     return [];
   };
+  /** Editors by name, shape, row names and title: switching kinds back and forth reuses them. */
+  const editorCache = new Map<string, Editor>();
   const drawEditors = (inputs: Inputs): void => {
-    const names = shownArrays(inputs);
-    const key = JSON.stringify([names, names.map((n) => inputs.arrays[n]?.shape ?? null), inputs.queryTokens, inputs.keyTokens, inputs.scoreKind]);
     const active = root.ownerDocument.activeElement;
-    if (key === editorKey && names.every((n) => built[n] && updateEditor(built[n] as Editor, inputs.arrays[n], active))) return;
-    editorKey = key;
-    built = {};
-    editors.replaceChildren(
-      ...names.map((name) => {
-        const title = name === "W" ? (inputs.scoreKind === "location" ? "W (n × d), location" : "W (d × d), general") : TITLES[name];
-        const names = rowNames(name, inputs);
-        const editor = buildEditor(name, inputs.arrays[name], labels(names, names.length), title);
-        built[name] = editor;
-        return editor.el;
-      }),
-    );
+    const next: Record<string, Editor> = {};
+    const els = shownArrays(inputs).map((name) => {
+      const title = name === "W" ? (inputs.scoreKind === "location" ? "W (n × d), location" : "W (d × d), general") : TITLES[name];
+      const names = rowNames(name, inputs);
+      const mat = inputs.arrays[name];
+      const key = JSON.stringify([name, mat?.shape ?? null, names, title]);
+      let editor = editorCache.get(key);
+      if (editor && !updateEditor(editor, mat, active)) editor = undefined;
+      if (!editor) {
+        if (editorCache.size > 32) editorCache.clear();
+        editor = buildEditor(name, mat, labels(names, names.length), title, !["q", "k", "v"].includes(name));
+        editorCache.set(key, editor);
+      }
+      next[name] = editor;
+      return editor.el;
+    });
+    built = next;
+    for (const [box, part] of [[vectors, els.slice(0, 3)], [params, els.slice(3)]] as const) {
+      const children = Array.from(box.children);
+      if (children.length !== part.length || children.some((c, i) => c !== part[i])) box.replaceChildren(...part);
+    }
   };
   const focusSlider = (): void => {
     if (!focused) return;
@@ -220,44 +238,85 @@ export function renderCalculator({ model, el }: { model: Model; el: HTMLElement 
   });
 
   // -- steps ----------------------------------------------------------------------------
-  const figure = (step: StepName | "positions", title: string, formula: Element, note: string, table: HTMLElement): HTMLElement =>
-    h("figure", { className: "attnw-calc-step", attrs: { "data-step": step } }, [
+  /** The drawn figures, reused while only values change (their structure key holds). */
+  let figureKey = "";
+  let drawnFormula = "";
+  let scoreMath: Element | null = null;
+  let fills: (() => void)[] = [];
+  const figure = (step: StepName, title: string, formula: Element, note: () => string, table: HTMLTableElement, fill: () => void): HTMLElement => {
+    const noteEl = h("div", { className: "attnw-calc-note" });
+    const refresh = (): void => {
+      const text = note();
+      if (noteEl.textContent !== text) noteEl.textContent = text;
+      noteEl.hidden = !text;
+    };
+    refresh();
+    fills.push(() => {
+      refresh();
+      fill();
+    });
+    return h("figure", { className: "attnw-calc-step", attrs: { "data-step": step } }, [
       h("figcaption", { text: title }),
       formula as unknown as HTMLElement,
-      ...(note ? [h("div", { className: "attnw-calc-note", text: note })] : []),
+      noteEl,
       h("div", { className: "attnw-scroll" }, [table]),
     ]);
+  };
+  let current: Steps | null = null; // what the fills read
   const drawSteps = (data: Steps, inputs: Inputs): void => {
+    current = data;
     const m = data.scores.shape[0] ?? 0;
     const n = data.scores.shape[1] ?? 0;
+    const dv = data.output.shape[1] ?? 0;
+    const local = data.gaussian !== null && data.local !== null && data.positions !== null;
+    const key = JSON.stringify([m, n, dv, local, inputs.queryTokens, inputs.keyTokens, local ? Array.from(data.positions!.data) : null]);
+    const formulaKey = `${data.info.score_kind} ${data.info.d}`;
+    if (key === figureKey) {
+      for (const fill of fills) fill();
+      if (formulaKey !== drawnFormula && scoreMath) {
+        const next = scoreFormula(data.info.score_kind, data.info.d);
+        scoreMath.replaceWith(next);
+        scoreMath = next;
+        drawnFormula = formulaKey;
+      }
+      return;
+    }
+    drawnFormula = formulaKey;
+    figureKey = key;
+    fills = [];
     const rows = labels(inputs.queryTokens, m);
     const cols = labels(inputs.keyTokens, n);
-    const info = data.info;
-    const table = (step: StepName, mat: typeof data.scores, colouring: Colouring, columns = cols, rowLabels = rows): HTMLElement =>
-      matrixTable(step, mat, rowLabels, columns, colouring);
-    const maskNote: Record<string, string> = {
-      none: "No mask: global attention over every key.",
-      causal: "Causal: query i (at position i + n − m) sees keys j ≤ i + n − m.",
-      padding: `Padding: keys 0..${(info.lengths ?? n) - 1} are real, the rest are hidden.`,
-      local: `Local window |j − p| ≤ D, p = i + n − m, D = ${info.window}.`,
-      "local-m": `Luong's local-m: p = i (monotonic), window |j − p| ≤ D, D = ${info.window}.`,
-      "local-p": `Luong's local-p: p_i = (n − 1)·sigmoid(v_pᵀ tanh(W_p q_i)), window |j − p_i| ≤ D, D = ${info.window}.`,
+    const step = (name: StepName, mat: (d: Steps) => Mat | null, colouring: Colouring, columns = cols, rowLabels = rows): [HTMLTableElement, () => void] => {
+      const table = matrixTable(name, mat(data) as Mat, rowLabels, columns, colouring);
+      return [table, () => fillMatrix(table, mat(current as Steps) as Mat, colouring)];
+    };
+    const info = (): Steps["info"] => (current as Steps).info;
+    const maskNote = (): string => {
+      const i = info();
+      const notes: Record<string, string> = {
+        none: "No mask: global attention over every key.",
+        causal: "Causal: query i (at position i + n − m) sees keys j ≤ i + n − m.",
+        padding: `Padding: keys 0..${(i.lengths ?? n) - 1} are real, the rest are hidden.`,
+        local: `Local window |j − p| ≤ D, p = i + n − m, D = ${i.window}.`,
+        "local-m": `Luong's local-m: p = i (monotonic), window |j − p| ≤ D, D = ${i.window}.`,
+        "local-p": `Luong's local-p: p_i = (n − 1)·sigmoid(v_pᵀ tanh(W_p q_i)), window |j − p_i| ≤ D, D = ${i.window}.`,
+      };
+      return notes[i.mask_kind] ?? "";
     };
     const figures = [
-      figure("scores", "1 · Scores s (queries × keys)", scoreFormula(info.score_kind, info.d), "", table("scores", data.scores, "signed")),
-      figure("masked_scores", "2 · Masked scores s̃", maskFormula(), maskNote[info.mask_kind] ?? "", table("masked_scores", data.masked, "signed")),
-      figure("weights", "3 · Weights a = softmax over the keys", softmaxFormula(), `T = ${num(info.temperature)}; each row sums to 1.`, table("weights", data.weights, "probability")),
+      figure("scores", "1 · Scores s (queries × keys)", (scoreMath = scoreFormula(data.info.score_kind, data.info.d)), () => "", ...step("scores", (d) => d.scores, "signed")),
+      figure("masked_scores", "2 · Masked scores s̃", maskFormula(), maskNote, ...step("masked_scores", (d) => d.masked, "signed")),
+      figure("weights", "3 · Weights a = softmax over the keys", softmaxFormula(), () => `T = ${num(info().temperature)}; each row sums to 1.`, ...step("weights", (d) => d.weights, "probability")),
     ];
-    if (data.gaussian && data.local && data.positions) {
+    if (local) {
       const pRows = rows.map((r, i) => `${r} (p = ${num(data.positions!.data[i] as number)})`);
       figures.push(
-        figure("gaussian", "3b · Gaussian around p", gaussianFormula(), `σ = ${num(info.sigma ?? info.window / 2)}.`, table("gaussian", data.gaussian, "probability", cols, pRows)),
-        figure("local_weights", "3c · Weights × Gaussian", localFormula(), "Rows sum to less than 1 (Luong et al. 2015 do not renormalise).", table("local_weights", data.local, "probability")),
+        figure("gaussian", "3b · Gaussian around p", gaussianFormula(), () => `σ = ${num(info().sigma ?? info().window / 2)}.`, ...step("gaussian", (d) => d.gaussian, "probability", cols, pRows)),
+        figure("local_weights", "3c · Weights × Gaussian", localFormula(), () => "Rows sum to less than 1 (Luong et al. 2015 do not renormalise).", ...step("local_weights", (d) => d.local, "probability")),
       );
     }
-    const dv = data.output.shape[1] ?? 0;
     const outCols = Array.from({ length: dv }, (_, c) => String(c));
-    figures.push(figure("output", "4 · Output o (queries × d_v)", outputFormula(data.local !== null), "", table("output", data.output, "signed", outCols)));
+    figures.push(figure("output", "4 · Output o (queries × d_v)", outputFormula(local), () => "", ...step("output", (d) => d.output, "signed", outCols)));
     stepsEl.replaceChildren(...figures);
   };
 
@@ -302,11 +361,13 @@ export function renderCalculator({ model, el }: { model: Model; el: HTMLElement 
     caption.hidden = !caption.textContent;
     drawEditors(inputs);
     const next = readSteps(model);
-    if (next && next.info.version !== drawnVersion) {
-      if (!model.get("error") || !good) good = inputs;
+    const names = JSON.stringify([inputs.queryTokens, inputs.keyTokens]);
+    if (next && (next.info.version !== drawnVersion || names !== drawnNames)) {
+      if (next.info.version !== drawnVersion && (!model.get("error") || !good)) good = inputs;
       steps = next;
       drawnVersion = next.info.version;
-      drawSteps(next, good);
+      drawnNames = names;
+      drawSteps(next, { ...(good ?? inputs), queryTokens: inputs.queryTokens, keyTokens: inputs.keyTokens });
     }
     const message = localError || model.get("error") || (silent ? NO_REPLY : "");
     errorBox.textContent = message;
