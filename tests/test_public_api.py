@@ -20,3 +20,12 @@ def test_subpackages_load_on_first_use_in_a_fresh_interpreter() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
     )
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
+def test_views_are_public_names() -> None:
+    import attnwidget
+    import attnwidget.views
+
+    for name in ("AttentionCalculator", "ImageView", "HeadView", "SaliencyView"):
+        assert name in attnwidget.__all__ and name in attnwidget.views.__all__
+        assert getattr(attnwidget, name) is getattr(attnwidget.views, name)
