@@ -246,8 +246,10 @@ def test_page_edits_compute_once_and_nan_from_the_page_is_explained() -> None:
     page_edit(calc, q=q)
     assert "q contains NaN" in calc.error and np.isnan(calc.q[0, 0])
     assert same_steps(steps_of(calc), good)
+    revision = calc.revision
     page_edit(calc, score_kind="no such kind")  # refused by the trait: logged, state resent
     assert calc.score_kind == "dot"
+    assert calc.revision == revision + 1  # the page still hears an answer
 
 
 # ---- one head of a real model ------------------------------------------------------

@@ -327,9 +327,16 @@ class AttentionCalculator(_AttnWidget):
             self.W = default_w(kind, n, d)
 
     def set_state(self, sync_data: dict[str, Any]) -> None:
-        """The page's edits: every trait of one message first, then one computation."""
+        """The page's edits: every trait of one message first, then one computation.
+
+        ``revision`` moves on every message, even one whose change was refused
+        (the base class logs it and sends Python's values back), so the page
+        always hears that the kernel answered."""
+        before = self.revision
         with self._batch():
             super().set_state(sync_data)
+        if self.revision == before:
+            self.set_trait("revision", before + 1)
 
     # -- driving it from Python ---------------------------------------------------
 

@@ -57,8 +57,8 @@ export function renderCalculator({ model, el }: { model: Model; el: HTMLElement 
     className: "attnw attnw-calculator",
     attrs: { tabindex: 0, role: "group", "aria-label": "Attention calculator", "data-state": "ready", "data-draws": 0 },
   });
-  const scorePick = select("Score:", "attnw-calc-score", (value) => save(model, { score_kind: value }));
-  const maskPick = select("Mask:", "attnw-calc-mask", (value) => save(model, { mask_kind: value }));
+  const scorePick = select("Score:", "attnw-calc-score", (value) => sendScalar({ score_kind: value }));
+  const maskPick = select("Mask:", "attnw-calc-mask", (value) => sendScalar({ mask_kind: value }));
   const windowField = numberField("D", "attnw-calc-window", { "aria-label": "Window half-width D" });
   const lengthField = numberField("L", "attnw-calc-lengths", { "aria-label": "Padding: number of real keys L", placeholder: "all" });
   const tempSlider = h("input", { className: "attnw-calc-temperature-slider", attrs: { type: "range", min: 0.05, max: 5, step: 0.05, "aria-label": "Temperature T" } });
@@ -106,21 +106,29 @@ export function renderCalculator({ model, el }: { model: Model; el: HTMLElement 
   let drawnNames = "";
   let localError = "";
   let silent = false;
+  // While an edit of the page's own awaits the kernel's steps, input changes are
+  // not drawn on their own: the reply (within ms) draws them with the new steps
+  // in one frame. A page with no kernel draws them when the watch gives up.
+  let awaiting = false;
   const watch = new ReplyWatch(() => {
     silent = true;
+    awaiting = false;
     schedule();
   });
 
   const sendEntry = (name: ArrayName, index: number, value: number): void => {
-    if (!saveEntry(model, name, index, value)) return;
-    if (localError) {
-      localError = "";
-      schedule();
+    const was = awaiting;
+    awaiting = true;
+    if (!saveEntry(model, name, index, value)) {
+      awaiting = was;
+      return;
     }
+    localError = "";
     watch.sent();
   };
   const sendScalar = (patch: Parameters<typeof save>[1]): void => {
     localError = "";
+    awaiting = true;
     save(model, patch);
     watch.sent();
   };
@@ -384,8 +392,11 @@ export function renderCalculator({ model, el }: { model: Model; el: HTMLElement 
     errorBox.hidden = false;
     console.error(err);
   });
-  const onInputs = (): void => schedule();
+  const onInputs = (): void => {
+    if (!awaiting) schedule();
+  };
   const onSteps = (): void => {
+    awaiting = false;
     watch.answered();
     silent = false;
     schedule();
