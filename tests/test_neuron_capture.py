@@ -99,7 +99,7 @@ def test_weights_from_captured_qk_equal_the_models_attention(family) -> None:
 
 
 def test_unrotated_qk_equal_hand_projections(family) -> None:
-    name, model, tokenizer = family
+    _name, model, tokenizer = family
     captured = query_keys(model, tokenizer, TEXT)
     _attentions, hidden = model_run(model, tokenizer(TEXT)["input_ids"])
     for layer in range(captured.num_layers):
@@ -168,7 +168,7 @@ def test_hooks_are_removed_when_the_forward_pass_raises() -> None:
 
 def test_unread_layouts_and_bad_text_are_refused() -> None:
     model, tokenizer = build("distilbert-cls")
-    with pytest.raises(ModelNotSupportedError, match="q_lin|DistilBert|cannot be read"):
+    with pytest.raises(ModelNotSupportedError, match="cannot be read"):
         qk_layouts(model)
     model, tokenizer = build("bert-cls")
     with pytest.raises(InputError, match="non-empty string"):
