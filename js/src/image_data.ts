@@ -15,7 +15,10 @@ import type { Binary } from "./types";
 /** A score method's map: its range and its colours on an offscreen canvas. */
 export interface ScoreMap {
   range: MapRange;
-  canvas: HTMLCanvasElement;
+  /** The map for the main image (made on first use: a first render shows one). */
+  readonly canvas: HTMLCanvasElement;
+  /** The same map upsampled only as far as a small multiple shows it (made on first use). */
+  small?: HTMLCanvasElement;
 }
 
 export interface Data {
@@ -69,15 +72,38 @@ export function scoresOf(d: Data, method: string): Float32Array | null {
   return i < 0 ? null : d.scores.subarray(i * size, (i + 1) * size);
 }
 
-/** A score method's map, made once per data. */
+/** A score method's map, made once per data; its canvases are drawn when first read. */
 export function scoreMapOf(doc: Document, d: Data, method: string): ScoreMap | null {
   const values = scoresOf(d, method);
   if (!values) return null;
   let made = d.maps.get(method);
   if (!made) {
     const range = mapRange(values, Boolean(d.signed[d.methods.indexOf(method)]));
-    made = { range, canvas: mapCanvas(doc, values, d.rows, d.cols, range.scale) };
+    let canvas: HTMLCanvasElement | null = null;
+    made = {
+      range,
+      get canvas() {
+        canvas ??= mapCanvas(doc, values, d.rows, d.cols, range.scale);
+        return canvas;
+      },
+    };
     d.maps.set(method, made);
   }
   return made;
+}
+
+/**
+ * A score method's map for a small multiple `side` CSS px wide: upsampled to
+ * about that many device pixels, not to the main map's 256 values a side. A
+ * first render draws every method's small multiple; colouring each at the
+ * main map's size was most of its pixel work.
+ */
+export function smallMapOf(doc: Document, d: Data, method: string, side: number): HTMLCanvasElement | null {
+  const made = scoreMapOf(doc, d, method);
+  if (!made) return null;
+  if (!made.small) {
+    const ratio = Math.min(2, Math.max(1, doc.defaultView?.devicePixelRatio ?? 1));
+    made.small = mapCanvas(doc, scoresOf(d, method)!, d.rows, d.cols, made.range.scale, Math.round(side * ratio));
+  }
+  return made.small;
 }

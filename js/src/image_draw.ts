@@ -41,9 +41,9 @@ export async function decodeImage(data: Binary): Promise<Picture> {
   }
 }
 
-/** A (rows, cols) map as an offscreen canvas of smooth colours (upsampled bilinearly). */
-export function mapCanvas(doc: Document, values: ArrayLike<number>, rows: number, cols: number, scale: Scale): HTMLCanvasElement {
-  const factor = smoothFactor(rows, cols);
+/** A (rows, cols) map as an offscreen canvas of smooth colours, upsampled bilinearly to about `target` values on its longer side. */
+export function mapCanvas(doc: Document, values: ArrayLike<number>, rows: number, cols: number, scale: Scale, target = 256): HTMLCanvasElement {
+  const factor = smoothFactor(rows, cols, target);
   const smooth = upsampleBilinear(values, rows, cols, factor);
   const canvas = doc.createElement("canvas");
   canvas.width = cols * factor;

@@ -27,7 +27,7 @@ import { h, microtaskScheduler, saveTraits, styleElement } from "./dom";
 import { formatPercent } from "./format";
 import { decodeImage, drawComposite, drawOutlines, mapCanvas, thumbElements, type Picture } from "./image_draw";
 import { asPatch, fitSize, mapRange, patchAfterKey, patchAt, queryRow, type MapRange, type Patch } from "./image_maths";
-import { readData, scoreMapOf, scoresOf, type Data, type ScoreMap } from "./image_data";
+import { readData, scoreMapOf, scoresOf, smallMapOf, type Data, type ScoreMap } from "./image_data";
 import { MapRequester } from "./image_store";
 import { captionText, isQueryMode, methodLabel, patchName, patchText, selectionText, type Shown } from "./image_text";
 import { QUERY_ATTENTION, QUERY_ROLLOUT, type ChunkReply, type ImageTraits, type MapError, type MapName } from "./image_types";
@@ -224,7 +224,7 @@ export function renderImageView({ model, el }: { model: Model; el: HTMLElement }
     thumbs.forEach((thumb, i) => {
       const method = d.methods[i]!;
       thumb.classList.toggle("attnw-active", method === shown.method);
-      drawComposite(thumb.querySelector("canvas")!, picture, scoreMap(d, method)?.canvas ?? null, alpha, small.width, small.height);
+      drawComposite(thumb.querySelector("canvas")!, picture, smallMapOf(doc, d, method, THUMB_SIDE), alpha, small.width, small.height);
     });
   };
 
