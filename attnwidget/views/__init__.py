@@ -16,6 +16,7 @@ from .flow_view import FlowView
 from .head_view import HeadView
 from .image_view import ImageView
 from .model_view import ModelView
+from .neuron_view import NeuronView
 from .saliency import SaliencyView
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "HeadView",
     "ImageView",
     "ModelView",
+    "NeuronView",
     "SaliencyView",
     "head_view",
     "model_view",

@@ -24,6 +24,9 @@ import type { AnnotatorTraits } from "./annotator_types";
 // AttentionCalculator (calculator_*.ts)
 import { renderCalculator } from "./calculator_view";
 import type { CalculatorTraits } from "./calculator_types";
+// NeuronView (neuron_*.ts)
+import { renderNeuronView } from "./neuron_view";
+import type { NeuronTraits } from "./neuron_types";
 import { mountWhenReady, renderStandalone as renderPayload, type StandaloneView } from "./standalone";
 import { withToolbar } from "./toolbar";
 import type { BaseTraits, SaliencyTraits } from "./types";
@@ -41,6 +44,7 @@ const VIEWS: Record<string, ViewRenderer> = {
   evaluation: (props) => renderEvaluationView(props as { model: AnyModel<EvaluationTraits>; el: HTMLElement }),
   annotator: (props) => renderAnnotator(props as { model: AnyModel<AnnotatorTraits>; el: HTMLElement }),
   calculator: (props) => renderCalculator(props as { model: AnyModel<CalculatorTraits>; el: HTMLElement }),
+  neuron: (props) => renderNeuronView(props as { model: AnyModel<NeuronTraits>; el: HTMLElement }),
 };
 
 function render({ model, el }: RenderProps<BaseTraits>): Cleanup | void {
