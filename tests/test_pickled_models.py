@@ -17,7 +17,6 @@ import textwrap
 from pathlib import Path
 
 import numpy as np
-import pytest
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel
 
@@ -33,14 +32,14 @@ CHILD = textwrap.dedent(
     import numpy as np
     import torch
     import attnwidget
-    path, how, out = sys.argv[1:4]
-    if how == "torch":
-        model, tokenizer = torch.load(path, weights_only=False)
-    else:
-        with open(path, "rb") as handle:
-            model, tokenizer = pickle.load(handle)
-    exp = attnwidget.explain(model, tokenizer, {text!r}, methods={methods!r})
-    np.savez(out, **{{m: exp.scores[m] for m in {methods!r}}})
+    for path, how, out in zip(*[iter(sys.argv[1:])] * 3):
+        if how == "torch":
+            model, tokenizer = torch.load(path, weights_only=False)
+        else:
+            with open(path, "rb") as handle:
+                model, tokenizer = pickle.load(handle)
+        exp = attnwidget.explain(model, tokenizer, {text!r}, methods={methods!r})
+        np.savez(out, **{{m: exp.scores[m] for m in {methods!r}}})
     """
 ).format(text=TEXT, methods=METHODS)
 
@@ -59,30 +58,34 @@ MODELS = {
 }
 
 
-@pytest.mark.parametrize("how", ["pickle", "torch"])
-@pytest.mark.parametrize("name", list(MODELS))
-def test_unpickled_model_in_a_fresh_process_explains_like_the_original(
-    name: str, how: str, tmp_path: Path
-) -> None:
-    model, tokenizer = MODELS[name]()
-    expected = attnwidget.explain(model, tokenizer, TEXT, methods=METHODS)
-    path = tmp_path / "model.bin"
-    if how == "torch":
-        torch.save((model, tokenizer), path)
-    else:
-        path.write_bytes(pickle.dumps((model, tokenizer)))
-    out = tmp_path / "scores.npz"
+def test_unpickled_models_in_a_fresh_process_explain_like_the_originals(tmp_path: Path) -> None:
+    # One fresh interpreter for every case (its start-up is most of the cost);
+    # each model arrives both ways: pickle and torch.save of the whole model.
+    expected, arguments = {}, []
+    for name, build in MODELS.items():
+        model, tokenizer = build()
+        expected[name] = attnwidget.explain(model, tokenizer, TEXT, methods=METHODS)
+        for how in ("pickle", "torch"):
+            path = tmp_path / f"{name}-{how}.bin"
+            if how == "torch":
+                torch.save((model, tokenizer), path)
+            else:
+                path.write_bytes(pickle.dumps((model, tokenizer)))
+            arguments += [str(path), how, str(tmp_path / f"{name}-{how}.npz")]
     script = tmp_path / "child.py"
     script.write_text(CHILD, encoding="utf-8")
     done = subprocess.run(
-        [sys.executable, str(script), str(path), how, str(out)],
-        capture_output=True,
-        text=True,
-        timeout=300,
+        [sys.executable, str(script), *arguments], capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    with np.load(out) as got:
-        for method in METHODS:
-            np.testing.assert_allclose(
-                got[method], expected.scores[method], rtol=1e-5, atol=1e-7, err_msg=method
-            )
+    for name, exp in expected.items():
+        for how in ("pickle", "torch"):
+            with np.load(tmp_path / f"{name}-{how}.npz") as got:
+                for method in METHODS:
+                    np.testing.assert_allclose(
+                        got[method],
+                        exp.scores[method],
+                        rtol=1e-5,
+                        atol=1e-7,
+                        err_msg=f"{name}, {how}, {method}",
+                    )
