@@ -15,6 +15,7 @@ messages the widget shows.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -123,3 +124,23 @@ def default_params(n: int, d: int) -> dict[str, np.ndarray]:
         "W_p": np.eye(d) / 2,
         "v_p": np.ones(d),
     }
+
+
+def rows_of(array: np.ndarray | None) -> int | None:
+    """Rows of an array with at least one axis (else None)."""
+    return int(array.shape[0]) if array is not None and array.ndim >= 1 else None
+
+
+def width_of(array: np.ndarray | None) -> int | None:
+    """Columns of a 2-D array (else None)."""
+    return int(array.shape[1]) if array is not None and array.ndim == 2 else None
+
+
+def row_names(
+    given: Sequence[str] | None, example: list[str] | None, prefix: str, count: Any
+) -> list[str]:
+    if given is not None:
+        return [str(t) for t in given]
+    if example is not None:
+        return list(example)
+    return [f"{prefix}{i}" for i in range(count or 0)]

@@ -83,6 +83,9 @@ from ._calculator_traits import (
     FloatArray,
     default_params,
     default_w,
+    row_names,
+    rows_of,
+    width_of,
 )
 
 #: The inputs; a change to any of them recomputes the steps.
@@ -212,12 +215,12 @@ class AttentionCalculator(_AttnWidget):
         self._dirty = False
         with self._batch():
             self.q, self.k, self.v = q, k, v
-            m, n, d = _rows(self.q), _rows(self.k), _width(self.q)
+            m, n, d = rows_of(self.q), rows_of(self.k), width_of(self.q)
             names = DEFAULT_TOKENS if example else None
-            self.query_tokens = _names(query_tokens, names, "q", m)
+            self.query_tokens = row_names(query_tokens, names, "q", m)
             same = key_tokens is None and m == n and not example
             keys = self.query_tokens if same else key_tokens
-            self.key_tokens = _names(keys, names, "k", n)
+            self.key_tokens = row_names(keys, names, "k", n)
             self.score_kind, self.mask_kind = score_kind, mask_kind
             self.window, self.lengths = window, lengths
             self.temperature, self.beta = temperature, beta
@@ -275,7 +278,7 @@ class AttentionCalculator(_AttnWidget):
                     "window": int(self.window),
                     "lengths": self.lengths,
                     "sigma": sigma,
-                    "d": _width(self.q),
+                    "d": width_of(self.q),
                 },
             )
             self.set_trait("error", "")
@@ -319,9 +322,9 @@ class AttentionCalculator(_AttnWidget):
 
     def _fit_w(self) -> None:
         kind = self.score_kind
-        if kind not in ("general", "location") or _width(self.q) is None:
+        if kind not in ("general", "location") or width_of(self.q) is None:
             return
-        n, d = _rows(self.k), _width(self.q)
+        n, d = rows_of(self.k), width_of(self.q)
         want = (n, d) if kind == "location" else (d, d)
         if self.W is None or self.W.shape != want:
             self.W = default_w(kind, n, d)
@@ -351,7 +354,7 @@ class AttentionCalculator(_AttnWidget):
 
     def reset_params(self) -> None:
         """Replace W, W1, W2, v_a, W_p and v_p by defaults that fit the current q and k."""
-        n, d = _rows(self.k), _width(self.q)
+        n, d = rows_of(self.k), width_of(self.q)
         if n is None or d is None:
             raise InputError("q must be (m, d) and k (n, d) to choose parameters that fit them.")
         defaults = default_params(n, d)
@@ -393,21 +396,3 @@ class AttentionCalculator(_AttnWidget):
             f"AttentionCalculator(q {shape}, score_kind={self.score_kind!r}, "
             f"mask_kind={self.mask_kind!r}, temperature={self.temperature:g}{error})"
         )
-
-
-def _rows(array: np.ndarray | None) -> int | None:
-    return int(array.shape[0]) if array is not None and array.ndim >= 1 else None
-
-
-def _width(array: np.ndarray | None) -> int | None:
-    return int(array.shape[1]) if array is not None and array.ndim == 2 else None
-
-
-def _names(
-    given: Sequence[str] | None, example: list[str] | None, prefix: str, count: Any
-) -> list[str]:
-    if given is not None:
-        return [str(t) for t in given]
-    if example is not None:
-        return list(example)
-    return [f"{prefix}{i}" for i in range(count or 0)]
