@@ -76,12 +76,14 @@ export function renderNeuronView({ model, el }: { model: Model; el: HTMLElement 
     }
     if (data.layer !== layer) {
       root.dataset.state = "waiting";
+      body.classList.add("attnw-neuron-stale");
       status.textContent = waitingText(layer, data.layer);
       return;
     }
     const rows = queryRows(data, head, token);
     const options = { tokens, token, head, layer, rotary: data.rotary, scale: model.get("scale") };
     body.replaceChildren(drawQuery(rows, options), drawKeys(rows, options, (j) => savePick(model, { selected_token: j })));
+    body.classList.remove("attnw-neuron-stale");
     status.textContent = "";
     draws += 1;
     root.dataset.draws = String(draws);
