@@ -36,6 +36,7 @@ from attnwidget.views import (
     HeadView,
     ImageView,
     ModelView,
+    NeuronView,
     SaliencyView,
 )
 from attnwidget.views._buffers import decode_array, encode_array
@@ -151,6 +152,7 @@ def traits_fixture() -> dict[str, list[str]]:
         "evaluation": EvaluationView,
         "annotator": Annotator,
         "calculator": AttentionCalculator,
+        "neuron": NeuronView,
     }
     return {
         name: sorted(t for t in cls.class_trait_names(sync=True) if t not in _MACHINERY)

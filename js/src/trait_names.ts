@@ -14,6 +14,7 @@ import type { EvaluationTraits } from "./evaluation_types";
 import type { ComputeRequest, ErrorReply, LayerReply, LayerRequest, PathsReply, ProgressReply, StaleReply } from "./flow_messages";
 import type { FlowTraits } from "./flow_types";
 import type { ImageTraits } from "./image_types";
+import type { NeuronTraits } from "./neuron_types";
 import type { SaliencyTraits } from "./types";
 
 type Names<T> = Record<keyof T, true>;
@@ -66,9 +67,15 @@ const calculator: Names<CalculatorTraits> = {
   local_weights: true, positions: true, output: true, steps_info: true, error: true, revision: true,
 };
 
+const neuron: Names<NeuronTraits> = {
+  _view: true, tokens: true, num_layers: true, num_heads: true, num_kv_heads: true, head_dim: true, causal: true,
+  rotary: true, data_layer: true, scale: true, shape: true, q: true, k: true, q_rotated: true, k_rotated: true,
+  scores: true, weights: true, layer: true, head: true, selected_token: true,
+};
+
 /** Trait names per `_view` value, sorted. */
 export const TRAIT_NAMES: Record<string, string[]> = Object.fromEntries(
-  Object.entries({ saliency, head, model, flow, image, evaluation, annotator, calculator }).map(([view, names]) => [view, Object.keys(names).sort()]),
+  Object.entries({ saliency, head, model, flow, image, evaluation, annotator, calculator, neuron }).map(([view, names]) => [view, Object.keys(names).sort()]),
 );
 
 const compute: Names<ComputeRequest> = { type: true, id: true, version: true, method: true, layer: true, token: true };
