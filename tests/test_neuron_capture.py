@@ -21,7 +21,16 @@ from attnwidget.capture.qk import qk_layouts, query_keys
 from attnwidget.errors import InputError, ModelNotSupportedError
 
 TEXT = "the cat sat on the mat and the dog ran"
-FAMILIES = ("bert-cls", "roberta-cls", "xlm-roberta-cls", "gpt2-lm", "llama-lm", "qwen2-lm")
+FAMILIES = (
+    "bert-cls",
+    "roberta-cls",
+    "xlm-roberta-cls",
+    "electra-cls",
+    "gpt2-lm",
+    "llama-lm",
+    "qwen2-lm",
+    "mistral-lm",
+)
 
 
 def _np(tensor: torch.Tensor) -> np.ndarray:
@@ -81,9 +90,9 @@ def test_weights_from_captured_qk_equal_the_models_attention(family) -> None:
     assert captured.tokens == tokenizer.convert_ids_to_tokens(ids)
     assert captured.q.shape == captured.k.shape == captured.q_rotated.shape
     assert captured.q.shape[:3] == attentions.shape[:3] and captured.q.dtype == np.float32
-    causal = name in {"gpt2-lm", "llama-lm", "qwen2-lm"}
+    causal = name in {"gpt2-lm", "llama-lm", "qwen2-lm", "mistral-lm"}
     assert captured.causal is causal
-    assert captured.rotary is (name in {"llama-lm", "qwen2-lm"})
+    assert captured.rotary is (name in {"llama-lm", "qwen2-lm", "mistral-lm"})
     mask = np.tril(np.ones((n, n))) if causal else np.ones((n, n))
     for layer in range(captured.num_layers):
         # By hand, float64, from the captured rotated q and k.
