@@ -38,7 +38,7 @@ HOSTILE = [
     "&lt;b&gt;",  # an entity stays these characters, it is not decoded to "<b>"
 ]
 TOKENS = ["[CLS]", *HOSTILE, "ok", "[SEP]"]
-KINDS = ["saliency", "head", "model", "flow"]
+KINDS = ["saliency", "head", "model", "flow", "neuron"]
 MODES = ["live", "export", "export-no-csp"]
 
 
@@ -50,7 +50,25 @@ def explanation() -> Explanation:
     return Explanation.from_attentions(weights, TOKENS, methods=["raw", "rollout"])
 
 
+class _HostileTokenizer:
+    """len(TOKENS) ids of a tiny real BERT, named by TOKENS (NeuronView runs a model)."""
+
+    def __call__(self, _text: str, return_tensors: str = "pt") -> dict[str, Any]:
+        import torch
+
+        ids = torch.arange(5, 5 + len(TOKENS))[None]
+        return {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
+
+    def convert_ids_to_tokens(self, ids: list[int]) -> list[str]:
+        return list(TOKENS)
+
+
 def make_view(kind: str) -> Any:
+    if kind == "neuron":
+        from tiny_models import build
+
+        model, _tokenizer = build("bert-cls")
+        return views.NeuronView(model, _HostileTokenizer(), "hostile", selected_token=1)
     exp = explanation()
     if kind == "saliency":
         return views.SaliencyView(exp)
@@ -96,8 +114,9 @@ def check(page: Any) -> None:
         target = page.locator("[data-xss-target]").first
         target.hover()
         target.click()
+        # The mark is gone if the view redrew the clicked element (NeuronView does).
         page.evaluate("() => document.querySelector('[data-xss-target]')"
-                      ".removeAttribute('data-xss-target')")  # fmt: skip
+                      "?.removeAttribute('data-xss-target')")  # fmt: skip
     page.wait_for_timeout(300)  # any injected handler would have fired by now
     assert page.evaluate(INJECTED) == {"xss": None, "elements": 0, "handlers": 0}
     assert page.evaluate(SHOWN_LITERALLY, TOKENS)  # still text after the redraws
