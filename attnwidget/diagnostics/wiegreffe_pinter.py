@@ -1,0 +1,118 @@
+"""Wiegreffe & Pinter (2019), "Attention is not not Explanation" (EMNLP): the uniform baseline.
+
+If a model does as well with uniform attention as with its own, its
+attention weights carry little the task needs, and reading them as an
+explanation says little. :func:`uniform_baseline` replaces the attention of
+chosen layers (default: every layer) with uniform weights over the real
+tokens and compares accuracy with the original model's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ._intervene import intervention, uniform
+from ._run import (
+    check_layers,
+    check_model,
+    layer_count,
+    prepare,
+    probabilities,
+    progress_bar,
+    summary_text,
+    total_variation,
+)
+
+
+@dataclass
+class UniformResult:
+    """Predictions with the model's attention and with uniform attention.
+
+    ``labels`` is None when the examples carry no labels (then only the
+    agreement between the two is known). ``tvd`` per sentence: total
+    variation distance between the two predicted distributions.
+    """
+
+    texts: list[str]
+    labels: np.ndarray | None
+    original: np.ndarray
+    uniform: np.ndarray
+    tvd: np.ndarray
+    layers: list[int]
+
+    def summary(self) -> dict[str, float]:
+        """Accuracies (when labelled), agreement, mean TVD."""
+        out: dict[str, float] = {"sentences": len(self.texts)}
+        if self.labels is not None:
+            out["accuracy (original)"] = float(np.mean(self.original == self.labels))
+            out["accuracy (uniform)"] = float(np.mean(self.uniform == self.labels))
+        out["decisions unchanged"] = float(np.mean(self.original == self.uniform))
+        out["mean TVD"] = float(self.tvd.mean())
+        return out
+
+    def to_dataframe(self) -> Any:
+        """One row per sentence (pandas)."""
+        import pandas as pd
+
+        data: dict[str, Any] = {"text": self.texts}
+        if self.labels is not None:
+            data["label"] = self.labels
+        data.update(original=self.original, uniform=self.uniform, tvd=self.tvd)
+        return pd.DataFrame(data)
+
+    def __str__(self) -> str:
+        layers = ", ".join(map(str, self.layers))
+        return summary_text(f"Uniform attention in layers {layers}", self.summary())
+
+
+def uniform_baseline(
+    model: Any,
+    tokenizer: Any,
+    examples: Iterable[Any],
+    *,
+    layers: Any = "all",
+    progress: bool = False,
+) -> UniformResult:
+    """Accuracy with uniform attention vs the model's own (Wiegreffe & Pinter 2019).
+
+    In each of ``layers`` (``"all"``, one index or a list; negative from the
+    end) every head's every row gets weight 1/k on each of the k keys its mask
+    lets it see (all tokens of an unpadded sentence in an encoder, keys ≤ i in
+    a causal model), during the forward pass. Wiegreffe & Pinter freeze
+    uniform attention and *train* the rest; here the trained model is kept, so
+    this measures how much the trained model relies on its attention.
+
+    Args:
+        examples: strings, or objects with ``.text`` and ``.label`` (a label
+            name of ``model.config.label2id`` or an id), e.g.
+            ``demo.sentences(500, seed=0)``; without labels only the
+            agreement between the two runs is reported.
+
+    Raises:
+        InputError: unknown layer, no examples, not a classifier.
+    """
+    check_model(model)
+    with intervention(model):
+        prepared = prepare(model, tokenizer, examples)
+        chosen = check_layers(layers, layer_count(model, prepared[0]))
+        edits = dict.fromkeys(chosen, uniform)
+        original, changed, tvds = [], [], []
+        for example in progress_bar(prepared, progress, "uniform attention"):
+            p = probabilities(model, example)[0]
+            q = probabilities(model, example, edits)[0]
+            original.append(int(p.argmax()))
+            changed.append(int(q.argmax()))
+            tvds.append(float(total_variation(p, q)))
+    labelled = all(e.label is not None for e in prepared)
+    return UniformResult(
+        texts=[e.text for e in prepared],
+        labels=np.array([e.label for e in prepared]) if labelled else None,
+        original=np.array(original),
+        uniform=np.array(changed),
+        tvd=np.array(tvds),
+        layers=chosen,
+    )
