@@ -3,7 +3,8 @@
 The pipeline, as the folders show it: ``capture`` (model → attention record),
 ``relevance`` (the code that re-runs a model: LRP engines and rule tables),
 ``methods`` (pure functions on arrays, registered by name), ``views`` (thin
-anywidget classes, one per JS view). Nothing lower imports anything higher.
+anywidget classes, one per JS view); ``diagnostics`` (experiments that
+intervene on attention, above the methods). Nothing lower imports anything higher.
 """
 
 # No `from __future__ import annotations` here: it would bind the name
@@ -114,6 +115,6 @@ def __getattr__(name: str) -> Any:
         return getattr(importlib.import_module(".views", __name__), name)
     if name in ("evaluate", "EvaluationResult"):  # pandas and tqdm, on first use
         return getattr(importlib.import_module(".evaluation", __name__), name)
-    if name in ("demo", "annotations", "teach", "metrics"):  # subpackages, on first use
+    if name in ("demo", "annotations", "teach", "metrics", "diagnostics"):  # on first use
         return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'attnwidget' has no attribute {name!r}")

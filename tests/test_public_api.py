@@ -14,6 +14,7 @@ def test_subpackages_load_on_first_use_in_a_fresh_interpreter() -> None:
         "assert callable(attnwidget.metrics.cohen_kappa)\n"
         "assert callable(attnwidget.demo.load)\n"
         "assert callable(attnwidget.evaluate)\n"
+        "assert callable(attnwidget.diagnostics.uniform_baseline)\n"
         "print('ok')\n"
     )
     done = subprocess.run(
