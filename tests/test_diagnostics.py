@@ -275,6 +275,7 @@ class BagForSequenceClassification(torch.nn.Module):
 def test_bad_input_is_refused_with_the_fix(sva):
     model, tokenizer = sva
     data = TEXTS[:1]
+    before = snapshot(model)
     with pytest.raises(InputError, match=r"unknown layer 4.*0 to 3"):
         diagnostics.permutation_test(model, tokenizer, data, layer=4)
     with pytest.raises(InputError, match="unknown layer"):
@@ -294,4 +295,5 @@ def test_bad_input_is_refused_with_the_fix(sva):
     bare = BertForSequenceClassification(model.config).bert
     with pytest.raises(InputError, match="AutoModelForSequenceClassification"):
         diagnostics.uniform_baseline(bare, tokenizer, data)
+    assert snapshot(model) == before  # refused mid-experiment, restored all the same
     assert run.fmt(0.123456) == "0.1235" and run.fmt(12345.6) == "1.235e+04"
