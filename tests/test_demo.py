@@ -48,7 +48,7 @@ def loaded() -> dict[str, tuple[object, object]]:
 
 def test_available_lists_every_model() -> None:
     # The two text models here; the shipped ViT has tests/test_demo_vision.py.
-    assert set(demo.DEMO_MODELS) == {*NAMES, "shapes-vit"}
+    assert set(demo.DEMO_MODELS) == {*NAMES, "shapes-vit", "sva-deceptive"}
     assert demo.available() == dict(demo.DEMO_MODELS)
     assert all(isinstance(d, str) and d for d in demo.available().values())
 
@@ -256,7 +256,7 @@ def test_shipped_files_are_small_and_tracked() -> None:
         ({"n": 2.5}, "non-negative"),
         ({"seed": "0"}, "seed"),
         ({"split": "dev"}, "train, test"),
-        ({"model": "bert"}, "sva-causal, sva-encoder"),
+        ({"model": "bert"}, "sva-causal, sva-deceptive, sva-encoder"),
         ({"attractors": "yes"}, "attractors"),
         ({"attractors": 1}, "attractors"),
     ],
@@ -268,7 +268,7 @@ def test_sentences_rejects_bad_arguments(kwargs: dict, match: str) -> None:
 
 
 def test_load_rejects_unknown_name() -> None:
-    with pytest.raises(ValueError, match="sva-causal, sva-encoder"):
+    with pytest.raises(ValueError, match="sva-causal, sva-deceptive, sva-encoder"):
         demo.load("gpt2")
     with pytest.raises(ValueError, match="available"):
         demo.model_path("sva")

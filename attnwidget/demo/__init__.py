@@ -20,6 +20,12 @@ the package, so nothing is downloaded):
   trained as a language model on whole sentences; its tokenizer prepends
   ``[BOS]``, and after the prefix it should rank the agreeing verb above the
   other one.
+* ``"sva-deceptive"``: ``sva-encoder`` fine-tuned with Pruthi et al.'s
+  (2020, "Learning to Deceive with Attention-Based Explanations", ACL)
+  penalty on the attention ``[CLS]`` gives the subject in every layer and
+  head: as accurate on the same sentences and labels, while its raw
+  attention almost never points at the subject (see
+  :mod:`attnwidget.demo.train_deceptive`).
 * ``"shapes-vit"``: a 4-layer, 4-head ``ViTForImageClassification`` (hidden
   size 64; Dosovitskiy et al. 2021) on 32×32 RGB images cut into 4×4 patches,
   with its ``ViTImageProcessor``. It names the shape of the one target object
@@ -83,6 +89,10 @@ DEMO_MODELS: Mapping[str, str] = MappingProxyType(
             "4-layer GPT-2 language model: predicts 'is'/'are' as the next word after "
             "the sentence prefix"
         ),
+        "sva-deceptive": (
+            "sva-encoder fine-tuned with Pruthi et al.'s (2020) penalty on [CLS]'s attention "
+            "to the subject: as accurate, its raw attention hides the subject"
+        ),
         "shapes-vit": (
             "4-layer ViT image classifier (32×32, patch 4): the shape of the target object "
             "(square/circle/triangle/cross) among distractors, read at [CLS]"
@@ -93,7 +103,7 @@ DEMO_MODELS: Mapping[str, str] = MappingProxyType(
 _MODELS_DIR = Path(__file__).resolve().parent / "models"
 # Special tokens each model's tokenizer puts before the first word
 # ([CLS] for the encoder, [BOS] for the causal model).
-_TOKENS_BEFORE_TEXT = {"sva-encoder": 1, "sva-causal": 1}
+_TOKENS_BEFORE_TEXT = {"sva-encoder": 1, "sva-causal": 1, "sva-deceptive": 1}
 
 
 def available() -> dict[str, str]:
@@ -111,6 +121,7 @@ def _check_name(name: object, what: str = "demo model") -> str:
 _MODEL_CLASSES = {
     "sva-encoder": "BertForSequenceClassification",
     "sva-causal": "GPT2LMHeadModel",
+    "sva-deceptive": "BertForSequenceClassification",
     "shapes-vit": "ViTForImageClassification",
 }
 # The image models, which come with an image processor instead of a tokenizer.

@@ -19,7 +19,9 @@ Zuidema (2020) used to compare raw attention, rollout and flow.
 
 ``python -m attnwidget.demo.train shapes-vit [--evaluate]`` trains (or
 evaluates) the demo Vision Transformer instead; see
-:mod:`attnwidget.demo.train_vision`.
+:mod:`attnwidget.demo.train_vision`. ``python -m attnwidget.demo.train
+sva-deceptive`` trains the encoder with Pruthi et al.'s (2020) attention
+penalty; see :mod:`attnwidget.demo.train_deceptive`.
 """
 
 from __future__ import annotations
@@ -340,6 +342,11 @@ def main(argv: list[str] | None = None) -> None:
         from . import train_vision
 
         train_vision.main(arguments[1:])
+        return
+    if arguments[:1] == ["sva-deceptive"]:
+        from . import train_deceptive
+
+        train_deceptive.main(arguments[1:])
         return
     parser = argparse.ArgumentParser(
         prog="python -m attnwidget.demo.train",
