@@ -22,6 +22,12 @@ from attnwidget.diagnostics import _run as run
 from attnwidget.diagnostics.jain_wallace import _tau
 from attnwidget.errors import InputError
 
+#: transformers >= 5.0: every supported family calls transformers.AttentionInterface.
+HAS_INTERFACE = iv.register(required=False)
+needs_interface = pytest.mark.skipif(
+    not HAS_INTERFACE, reason="the diagnostics need transformers.AttentionInterface (>=5.0)"
+)
+
 TEXTS = ["the keys to the cabinet", "the author that the critics praise", "the dog"]
 
 
@@ -112,6 +118,7 @@ def erase(key, row):
     return change
 
 
+@needs_interface
 @pytest.mark.parametrize("layer", [0, 1])
 def test_interventions_match_a_hand_written_layer(tiny_bert, layer):
     model, tokenizer = tiny_bert
@@ -135,6 +142,7 @@ def test_interventions_match_a_hand_written_layer(tiny_bert, layer):
         assert float((got - plain).abs().max()) > 1e-3
 
 
+@needs_interface
 def test_public_results_match_the_hand_computation(tiny_bert):
     model, tokenizer = tiny_bert
     ids = tokenizer(TEXTS[0], return_tensors="pt")["input_ids"]
@@ -158,6 +166,7 @@ def test_public_results_match_the_hand_computation(tiny_bert):
     assert erased.random[0] not in (0, n - 1, top)
 
 
+@needs_interface
 @pytest.mark.parametrize("family", ["tiny_bert", "tiny_gpt2"])
 def test_identity_permutation_and_one_token_uniform_change_nothing(family, request):
     model, tokenizer = request.getfixturevalue(family)
@@ -174,6 +183,7 @@ def test_identity_permutation_and_one_token_uniform_change_nothing(family, reque
         assert torch.allclose(run.forward(model, one, everywhere), run.forward(model, one))
 
 
+@needs_interface
 def test_causal_masks_are_respected(tiny_gpt2):
     model, tokenizer = tiny_gpt2
     with iv.intervention(model):
@@ -211,6 +221,7 @@ def snapshot(model):
     )
 
 
+@needs_interface
 def test_demo_model_experiments_and_restoration(sva):
     model, tokenizer = sva
     model.train()  # the flags must come back as the caller left them
@@ -247,6 +258,7 @@ def test_demo_model_experiments_and_restoration(sva):
         model.eval()
 
 
+@needs_interface
 def test_gpt2_classifier_runs_every_experiment(tiny_gpt2):
     model, tokenizer = tiny_gpt2
     before = snapshot(model)
@@ -272,6 +284,7 @@ class BagForSequenceClassification(torch.nn.Module):
         return SimpleNamespace(logits=self.embed(input_ids))
 
 
+@needs_interface
 def test_bad_input_is_refused_with_the_fix(sva):
     model, tokenizer = sva
     data = TEXTS[:1]
@@ -297,3 +310,18 @@ def test_bad_input_is_refused_with_the_fix(sva):
         diagnostics.uniform_baseline(bare, tokenizer, data)
     assert snapshot(model) == before  # refused mid-experiment, restored all the same
     assert run.fmt(0.123456) == "0.1235" and run.fmt(12345.6) == "1.235e+04"
+
+
+@pytest.mark.skipif(HAS_INTERFACE, reason="the diagnostics run on this transformers")
+def test_older_transformers_is_refused_naming_the_upgrade(sva):
+    import transformers
+
+    from attnwidget.errors import ModelNotSupportedError
+
+    model, tokenizer = sva
+    before = snapshot(model)
+    upgrade = r"pip install -U 'transformers>=5.0'"
+    with pytest.raises(ModelNotSupportedError, match=upgrade) as error:
+        diagnostics.uniform_baseline(model, tokenizer, TEXTS[:1])
+    assert transformers.__version__ in str(error.value)
+    assert snapshot(model) == before
