@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 import torch
 from transformers import (
+    BartConfig,
+    BartForSequenceClassification,
     BertConfig,
     BertForSequenceClassification,
     GPT2Config,
@@ -194,10 +196,17 @@ def test_causal_masks_are_respected(tiny_gpt2):
             model(input_ids=example.ids)
         expected = torch.tril(torch.ones(n, n)) / torch.arange(1, n + 1)[:, None]
         assert torch.allclose(state.weights[0][0, 1], expected)
+        with iv.edited() as state:
+            model(input_ids=example.ids)
+        original = state.weights[1][0]
         generator = torch.Generator().manual_seed(0)
         with iv.edited({1: iv.random_permutation(generator)}) as state:
             model(input_ids=example.ids)
         permuted = state.weights[1][0]
+        for i in range(n):  # each row: the same weights over keys 0 … i, reordered
+            before, after = original[:, i, : i + 1], permuted[:, i, : i + 1]
+            assert torch.equal(before.sort(-1).values, after.sort(-1).values)
+        assert not torch.equal(original, permuted)
         assert torch.all(torch.triu(permuted, 1) == 0)
         assert torch.allclose(permuted.sum(-1), torch.ones(2, n))
 
@@ -308,6 +317,20 @@ def test_bad_input_is_refused_with_the_fix(sva):
     bare = BertForSequenceClassification(model.config).bert
     with pytest.raises(InputError, match="AutoModelForSequenceClassification"):
         diagnostics.uniform_baseline(bare, tokenizer, data)
+    bart = BartForSequenceClassification(
+        BartConfig(
+            vocab_size=len(tokenizer),
+            d_model=8,
+            encoder_layers=1,
+            decoder_layers=1,
+            encoder_attention_heads=2,
+            decoder_attention_heads=2,
+            encoder_ffn_dim=8,
+            decoder_ffn_dim=8,
+        )
+    )
+    with pytest.raises(InputError, match="encoder–decoder classifier"):
+        diagnostics.erasure_test(bart, tokenizer, data)
     assert snapshot(model) == before  # refused mid-experiment, restored all the same
     assert run.fmt(0.123456) == "0.1235" and run.fmt(12345.6) == "1.235e+04"
 

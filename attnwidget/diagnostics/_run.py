@@ -40,6 +40,12 @@ def check_model(model: Any) -> None:
         kind = model_kind(model)
     except ModelNotSupportedError as error:
         raise InputError(str(error)) from error
+    if kind == ENCODER and getattr(model.config, "is_encoder_decoder", False):
+        raise InputError(
+            f"{type(model).__name__} is an encoder–decoder classifier, whose encoder, decoder "
+            "and cross attention would all count as layers here; the diagnostics take "
+            "encoder-only or decoder-only classifiers (BERT, RoBERTa, DistilBERT, GPT-2, Llama)."
+        )
     if kind != ENCODER:
         raise InputError(
             f"the diagnostics explain a sequence classifier's decision; {type(model).__name__} "
@@ -191,8 +197,12 @@ def progress_bar(items: Sequence[Any], progress: bool, desc: str) -> Iterator[An
     if not progress:
         yield from items
         return
-    from tqdm.auto import tqdm
-
+    try:
+        from tqdm.auto import tqdm
+    except ImportError as error:
+        raise InputError(
+            "progress=True needs tqdm (pip install tqdm); or pass progress=False."
+        ) from error
     yield from tqdm(items, desc=desc, leave=False)
 
 
