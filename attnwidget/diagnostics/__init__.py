@@ -6,7 +6,8 @@
   :func:`adversarial_attention` (attention far from the original by JS
   divergence, the prediction within ε).
 * Wiegreffe & Pinter (2019), "Attention is not not Explanation":
-  :func:`uniform_baseline` (uniform attention, accuracy vs the original).
+  :func:`uniform_baseline` (uniform attention, accuracy vs the original) and
+  :func:`seed_variance` (attention across models trained with other seeds).
 * Serrano & Smith (2019), "Is Attention Interpretable?": :func:`erasure_test`
   (erase the highest-attention token vs a random one).
 
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 from .adversarial import AdversarialResult, adversarial_attention
 from .jain_wallace import PermutationResult, RankCorrelation, permutation_test, rank_correlation
+from .seeds import SeedVarianceResult, seed_variance
 from .serrano_smith import ErasureResult, erasure_test
 from .wiegreffe_pinter import UniformResult, uniform_baseline
 
@@ -40,10 +42,12 @@ __all__ = [
     "ErasureResult",
     "PermutationResult",
     "RankCorrelation",
+    "SeedVarianceResult",
     "UniformResult",
     "adversarial_attention",
     "erasure_test",
     "permutation_test",
     "rank_correlation",
+    "seed_variance",
     "uniform_baseline",
 ]
