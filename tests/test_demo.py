@@ -48,7 +48,11 @@ def loaded() -> dict[str, tuple[object, object]]:
 
 def test_available_lists_every_model() -> None:
     # The two text models here; the shipped ViT has tests/test_demo_vision.py.
-    assert set(demo.DEMO_MODELS) == {*NAMES, "shapes-vit", "sva-deceptive"}
+    seq2seq = {
+        f"seq2seq-{kind}"
+        for kind in ("dot", "general", "additive", "location", "scaled_dot", "cosine", "local-p")
+    }
+    assert set(demo.DEMO_MODELS) == {*NAMES, "shapes-vit", "sva-deceptive", *seq2seq}
     assert demo.available() == dict(demo.DEMO_MODELS)
     assert all(isinstance(d, str) and d for d in demo.available().values())
 

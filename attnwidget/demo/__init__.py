@@ -35,6 +35,16 @@ the package, so nothing is downloaded):
   background; :func:`images` gives the images with the target's pixel mask, to
   check image explanations against (as Chefer, Gur & Wolf 2021 do with
   segmentation masks).
+* ``"seq2seq-<kind>"`` for ``kind`` in ``dot``, ``general``, ``additive``,
+  ``location``, ``scaled_dot``, ``cosine`` and ``local-p``: tiny GRU
+  encoder–decoders with attention (Bahdanau et al. 2015; Luong et al. 2015)
+  in plain ``torch.nn``, trained to reverse strings of letters, one per score
+  function of :mod:`attnwidget.teach` plus Luong's local-p;
+  ``load("seq2seq-additive")`` returns ``(model, vocab)``, a
+  :class:`~attnwidget.demo.seq2seq.Seq2SeqAttention` and a
+  :class:`~attnwidget.demo.seq2seq.Vocab` (characters ↔ ids, with checks), and
+  :func:`attnwidget.demo.seq2seq.translate` gives the alignment matrix (see
+  :mod:`attnwidget.demo.seq2seq`).
 
 Example::
 
@@ -50,7 +60,8 @@ Example::
 
 Retrain with ``python -m attnwidget.demo.train`` (the two text models;
 deterministic, a few minutes on one CPU thread) and
-``python -m attnwidget.demo.train shapes-vit`` (the ViT).
+``python -m attnwidget.demo.train shapes-vit`` (the ViT) and
+``python -m attnwidget.demo.train seq2seq`` (the seq2seq models).
 """
 
 from __future__ import annotations
@@ -78,6 +89,10 @@ __all__ = [
     "sentences",
 ]
 
+# The attention kinds of the seq2seq demo models (attnwidget.demo.seq2seq.KINDS,
+# repeated here so that listing the models does not import torch).
+_SEQ2SEQ_KINDS = ("dot", "general", "additive", "location", "scaled_dot", "cosine", "local-p")
+
 #: Demo model name -> one-line description.
 DEMO_MODELS: Mapping[str, str] = MappingProxyType(
     {
@@ -97,6 +112,13 @@ DEMO_MODELS: Mapping[str, str] = MappingProxyType(
             "4-layer ViT image classifier (32×32, patch 4): the shape of the target object "
             "(square/circle/triangle/cross) among distractors, read at [CLS]"
         ),
+        **{
+            f"seq2seq-{kind}": (
+                f"GRU encoder–decoder with {kind} attention (Bahdanau 2015 / Luong 2015) "
+                "that reverses strings of 5–10 letters; load() gives (model, vocab)"
+            )
+            for kind in _SEQ2SEQ_KINDS
+        },
     }
 )
 
@@ -139,14 +161,18 @@ def load(
     """Load a shipped demo model and its tokenizer or image processor from the package, offline.
 
     Args:
-        name: ``"sva-encoder"``, ``"sva-causal"`` or ``"shapes-vit"`` (see
-            :data:`DEMO_MODELS`).
+        name: ``"sva-encoder"``, ``"sva-causal"``, ``"sva-deceptive"``,
+            ``"shapes-vit"`` or ``"seq2seq-<kind>"`` (see :data:`DEMO_MODELS`).
         attn_implementation: passed on to ``from_pretrained`` when given
             (e.g. ``"eager"``); by default transformers picks.
 
     Returns:
         ``(model, tokenizer)`` for the text models, ``(model, processor)``
-        (a ``ViTImageProcessor``) for ``"shapes-vit"``; the model in eval mode
+        (a ``ViTImageProcessor``) for ``"shapes-vit"``, ``(model, vocab)`` for
+        ``"seq2seq-<kind>"`` (a plain-torch
+        :class:`~attnwidget.demo.seq2seq.Seq2SeqAttention` and its
+        :class:`~attnwidget.demo.seq2seq.Vocab`; translate with
+        :func:`attnwidget.demo.seq2seq.translate`); the model in eval mode
         on the CPU.
 
     Raises:
@@ -156,10 +182,16 @@ def load(
     path = model_path(name)
     if not (path / "model.safetensors").is_file():
         command = "python -m attnwidget.demo.train" + (f" {name}" if name in _IMAGE_MODELS else "")
+        if name.startswith("seq2seq-"):
+            command = f"python -m attnwidget.demo.train seq2seq --kinds {name[8:]}"
         raise FileNotFoundError(
             f"demo model files are missing from {path}; reinstall attnwidget or "
             f"recreate them with `{command}`"
         )
+    if name.startswith("seq2seq-"):
+        from .seq2seq import load_model
+
+        return load_model(path)  # type: ignore[return-value]
     import transformers
 
     kwargs: dict[str, Any] = {"local_files_only": True}

@@ -21,7 +21,9 @@ Zuidema (2020) used to compare raw attention, rollout and flow.
 evaluates) the demo Vision Transformer instead; see
 :mod:`attnwidget.demo.train_vision`. ``python -m attnwidget.demo.train
 sva-deceptive`` trains the encoder with Pruthi et al.'s (2020) attention
-penalty; see :mod:`attnwidget.demo.train_deceptive`.
+penalty; see :mod:`attnwidget.demo.train_deceptive`. ``python -m
+attnwidget.demo.train seq2seq [--kinds ...]`` trains the RNN encoder–decoders
+with attention; see :mod:`attnwidget.demo.train_seq2seq`.
 """
 
 from __future__ import annotations
@@ -347,6 +349,11 @@ def main(argv: list[str] | None = None) -> None:
         from . import train_deceptive
 
         train_deceptive.main(arguments[1:])
+        return
+    if arguments[:1] == ["seq2seq"]:
+        from . import train_seq2seq
+
+        train_seq2seq.main(arguments[1:])
         return
     parser = argparse.ArgumentParser(
         prog="python -m attnwidget.demo.train",
