@@ -48,6 +48,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "DEFAULT_METHODS",
+    "AlignmentView",
     "Annotator",
     "AttentionCalculator",
     "AttentionRowSumWarning",
@@ -94,6 +95,7 @@ __all__ = [
 
 
 _VIEWS = (
+    "AlignmentView",
     "EvaluationView",
     "Annotator",
     "AttentionCalculator",

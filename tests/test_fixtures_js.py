@@ -30,6 +30,7 @@ import pytest
 from attnwidget.explanation import Explanation
 from attnwidget.methods._graph import add_residual, fuse_heads
 from attnwidget.views import (
+    AlignmentView,
     Annotator,
     AttentionCalculator,
     FlowView,
@@ -153,6 +154,7 @@ def traits_fixture() -> dict[str, list[str]]:
         "annotator": Annotator,
         "calculator": AttentionCalculator,
         "neuron": NeuronView,
+        "alignment": AlignmentView,
     }
     return {
         name: sorted(t for t in cls.class_trait_names(sync=True) if t not in _MACHINERY)

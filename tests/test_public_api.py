@@ -27,6 +27,13 @@ def test_views_are_public_names() -> None:
     import attnwidget
     import attnwidget.views
 
-    for name in ("AttentionCalculator", "ImageView", "HeadView", "NeuronView", "SaliencyView"):
+    for name in (
+        "AlignmentView",
+        "AttentionCalculator",
+        "ImageView",
+        "HeadView",
+        "NeuronView",
+        "SaliencyView",
+    ):
         assert name in attnwidget.__all__ and name in attnwidget.views.__all__
         assert getattr(attnwidget, name) is getattr(attnwidget.views, name)

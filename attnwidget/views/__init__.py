@@ -7,6 +7,7 @@ ES module built from ``js/`` into ``attnwidget/static/widget.js``.
 from __future__ import annotations
 
 from ._base import BUNDLE, BundleMissingError
+from .alignment_view import AlignmentView
 from .annotator import Annotator
 from .attention_calculator import AttentionCalculator
 from .compat import head_view, model_view
@@ -21,6 +22,7 @@ from .saliency import SaliencyView
 
 __all__ = [
     "BUNDLE",
+    "AlignmentView",
     "Annotator",
     "AttentionCalculator",
     "BundleMissingError",

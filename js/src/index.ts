@@ -27,6 +27,9 @@ import type { CalculatorTraits } from "./calculator_types";
 // NeuronView (neuron_*.ts)
 import { renderNeuronView } from "./neuron_view";
 import type { NeuronTraits } from "./neuron_types";
+// AlignmentView (alignment_*.ts)
+import { renderAlignmentView } from "./alignment_view";
+import type { AlignmentTraits } from "./alignment_types";
 import { mountWhenReady, renderStandalone as renderPayload, type StandaloneView } from "./standalone";
 import { withToolbar } from "./toolbar";
 import type { BaseTraits, SaliencyTraits } from "./types";
@@ -45,6 +48,7 @@ const VIEWS: Record<string, ViewRenderer> = {
   annotator: (props) => renderAnnotator(props as { model: AnyModel<AnnotatorTraits>; el: HTMLElement }),
   calculator: (props) => renderCalculator(props as { model: AnyModel<CalculatorTraits>; el: HTMLElement }),
   neuron: (props) => renderNeuronView(props as { model: AnyModel<NeuronTraits>; el: HTMLElement }),
+  alignment: (props) => renderAlignmentView(props as { model: AnyModel<AlignmentTraits>; el: HTMLElement }),
 };
 
 function render({ model, el }: RenderProps<BaseTraits>): Cleanup | void {

@@ -7,6 +7,7 @@
  * misses one, so interface, list and Python cannot drift apart silently.
  * Only the tests import this module (it is not in the bundle).
  */
+import type { AlignmentTraits } from "./alignment_types";
 import type { AnnotatorTraits } from "./annotator_types";
 import type { AttentionTraits, HeadTraits, ModelTraits } from "./attention_types";
 import type { CalculatorTraits } from "./calculator_types";
@@ -73,9 +74,14 @@ const neuron: Names<NeuronTraits> = {
   scores: true, weights: true, layer: true, head: true, selected_token: true,
 };
 
+const alignment: Names<AlignmentTraits> = {
+  _view: true, input_tokens: true, output_tokens: true, caption: true, shape: true, alignment: true,
+  selected_output: true, selected_input: true,
+};
+
 /** Trait names per `_view` value, sorted. */
 export const TRAIT_NAMES: Record<string, string[]> = Object.fromEntries(
-  Object.entries({ saliency, head, model, flow, image, evaluation, annotator, calculator, neuron }).map(([view, names]) => [view, Object.keys(names).sort()]),
+  Object.entries({ saliency, head, model, flow, image, evaluation, annotator, calculator, neuron, alignment }).map(([view, names]) => [view, Object.keys(names).sort()]),
 );
 
 const compute: Names<ComputeRequest> = { type: true, id: true, version: true, method: true, layer: true, token: true };
