@@ -7,7 +7,9 @@
   divergence, the prediction within ε).
 * Wiegreffe & Pinter (2019), "Attention is not not Explanation":
   :func:`uniform_baseline` (uniform attention, accuracy vs the original) and
-  :func:`seed_variance` (attention across models trained with other seeds).
+  :func:`seed_variance` (attention across models trained with other seeds)
+  and :func:`guided_mlp` (the model's frozen attention guiding a
+  context-free classifier, against uniform and learned weights).
 * Serrano & Smith (2019), "Is Attention Interpretable?": :func:`erasure_test`
   (erase the highest-attention token vs a random one).
 
@@ -32,6 +34,7 @@ Example::
 from __future__ import annotations
 
 from .adversarial import AdversarialResult, adversarial_attention
+from .guided import GuidedResult, guided_mlp
 from .jain_wallace import PermutationResult, RankCorrelation, permutation_test, rank_correlation
 from .seeds import SeedVarianceResult, seed_variance
 from .serrano_smith import ErasureResult, erasure_test
@@ -40,12 +43,14 @@ from .wiegreffe_pinter import UniformResult, uniform_baseline
 __all__ = [
     "AdversarialResult",
     "ErasureResult",
+    "GuidedResult",
     "PermutationResult",
     "RankCorrelation",
     "SeedVarianceResult",
     "UniformResult",
     "adversarial_attention",
     "erasure_test",
+    "guided_mlp",
     "permutation_test",
     "rank_correlation",
     "seed_variance",
