@@ -15,6 +15,7 @@ from test_notebook import Run, ok, outside_urls, run_notebook
 TEACHING = Path(__file__).resolve().parent.parent / "notebooks" / "teaching"
 LESSONS = {
     "scratch": "01_attention_from_scratch.ipynb",
+    "seq2seq": "02_classic_seq2seq_alignments.ipynb",
     "heads": "03_heads_and_layers.ipynb",
     "explain": "04_from_attention_to_explanation.ipynb",
     "lab": "05_is_attention_explanation.ipynb",
@@ -47,6 +48,17 @@ def test_lesson_1_prints_what_it_explains(pages: dict[str, str]) -> None:
     largest = [float(x) for x in re.findall(r"largest (\d\.\d{3})", page)]
     assert len(largest) == 3 and largest[0] > largest[1] > largest[2]  # T sharpens/flattens
     assert 'data-attnwidget-view="calculator"' in page
+
+
+def test_lesson_2_measures_every_score_function(pages: dict[str, str]) -> None:
+    page = pages["seq2seq"]
+    rows = re.findall(r"([\w-]+): exact match (\d+)%, largest weight on the mirrored input", page)
+    kinds = [kind for kind, _ in rows]
+    assert kinds == ["dot", "general", "additive", "location", "scaled_dot", "cosine", "local-p"]
+    assert all(int(exact) >= 95 for _, exact in rows), rows  # the shipped models' promise
+    nonzero = re.search(r"nonzero weights per step: \[([\d ]+)\]", page)
+    assert nonzero and max(floats(nonzero.group(1))) <= 5  # window 2D + 1 = 5
+    assert 'data-attnwidget-view="alignment"' in page
 
 
 def test_lesson_3_neuron_view_equals_the_model(pages: dict[str, str]) -> None:
