@@ -89,3 +89,7 @@ def test_lesson_5_runs_the_lab(pages: dict[str, str]) -> None:
         re.findall(r"(sva-\w+): accuracy [\d.]+%; top word is the subject: raw (\d+)%", page)
     )
     assert int(rows["sva-deceptive"]) < int(rows["sva-encoder"])
+    adversarial = re.search(r"Adversarial attention.*?mean JSD\s+([\d.]+)", page, re.S)
+    assert adversarial and float(adversarial.group(1)) > 0.095  # beyond the seeds' spread
+    guided = dict(re.findall(r"accuracy, (\w+) weights\s+([\d.]+)", page))
+    assert float(guided["frozen"]) > float(guided["uniform"]), guided
