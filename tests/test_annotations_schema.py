@@ -173,3 +173,33 @@ def test_a_failed_migration_leaves_the_v1_file_as_it_was(
     with pytest.raises(RuntimeError, match="disk on fire"):
         Store(path)
     assert dump(path) == before and fresh(path, "PRAGMA user_version") == [(1,)]
+
+
+def test_many_connections_creating_one_new_store_at_once_all_succeed(tmp_path: Path) -> None:
+    # Switching a new file to WAL needs it alone, and SQLite answers "database is
+    # locked" at once (no busy wait) while another connection creates or switches
+    # it: two kernels opening one new store together used to fail this way.
+    import threading
+
+    from attnwidget.annotations import Store
+
+    for round_ in range(5):
+        path = tmp_path / f"shared-{round_}.sqlite"
+        start = threading.Barrier(8)
+        errors: list[BaseException] = []
+
+        def open_store(
+            path: Path = path, start: threading.Barrier = start, errors: list = errors
+        ) -> None:
+            start.wait()
+            try:
+                Store(path).close()
+            except BaseException as error:  # reported below
+                errors.append(error)
+
+        threads = [threading.Thread(target=open_store) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert errors == [], errors

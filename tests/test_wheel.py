@@ -78,8 +78,13 @@ def test_wheel_contains_the_built_bundle(wheel: Path) -> None:
     assert "attnw-tok" in bundle  # the stylesheet travels inside the bundle
     # Nothing is fetched at run time: no imports from URLs, no CDN.
     # The bundle fetches nothing: the only URLs in it are the XML namespace
-    # names the SVG export must write (identifiers, never requested).
-    namespaces = ("http://www.w3.org/2000/svg", "http://www.w3.org/1999/xhtml")
+    # names the SVG export and the calculator's MathML must write
+    # (identifiers for createElementNS, never requested).
+    namespaces = (
+        "http://www.w3.org/2000/svg",
+        "http://www.w3.org/1999/xhtml",
+        "http://www.w3.org/1998/Math/MathML",
+    )
     remaining = bundle
     for name in namespaces:
         remaining = remaining.replace(name, "")

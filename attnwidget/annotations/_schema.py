@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
@@ -117,12 +118,23 @@ def inspect(conn: sqlite3.Connection, path: Path) -> int:
     Raises :class:`InputError` for a file that is not SQLite, an SQLite file
     that is not a store, and a store newer than this code.
     """
+    # One read transaction, so the three reads see one state of the file: read
+    # apart, another process creating the store could commit in between (tables
+    # read as none, then its application_id), and a new store would look foreign.
+    own = not conn.in_transaction
     try:
-        tables = {
-            name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
-        }
-        (version,) = conn.execute("PRAGMA user_version").fetchone()
-        (app_id,) = conn.execute("PRAGMA application_id").fetchone()
+        if own:
+            conn.execute("BEGIN DEFERRED")
+        try:
+            tables = {
+                name
+                for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
+            }
+            (version,) = conn.execute("PRAGMA user_version").fetchone()
+            (app_id,) = conn.execute("PRAGMA application_id").fetchone()
+        finally:
+            if own and conn.in_transaction:
+                conn.execute("COMMIT")
     except sqlite3.DatabaseError as error:
         if "not a database" not in str(error) and "malformed" not in str(error):
             raise
@@ -165,8 +177,33 @@ def _create(conn: sqlite3.Connection, labels: list[str] | None) -> None:
     conn.execute("PRAGMA user_version = 1")
 
 
+def _switch_to_wal(conn: sqlite3.Connection, timeout: float) -> str:
+    """``PRAGMA journal_mode=WAL``, retried while another connection holds the file.
+
+    The switch needs the file to itself, and SQLite answers "database is
+    locked" at once instead of waiting for the busy timeout when another
+    process is creating or switching the same new file (two kernels opening
+    one store together): retry with a short back-off for up to ``timeout``.
+    """
+    deadline = time.monotonic() + timeout
+    pause = 0.005
+    while True:
+        try:
+            (mode,) = conn.execute("PRAGMA journal_mode=WAL").fetchone()
+            return str(mode)
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() > deadline:
+                raise
+            time.sleep(pause)
+            pause = min(0.1, pause * 2)
+
+
 def prepare(
-    conn: sqlite3.Connection, path: Path, labels: list[str] | None, synchronous: str
+    conn: sqlite3.Connection,
+    path: Path,
+    labels: list[str] | None,
+    synchronous: str,
+    timeout: float = 30.0,
 ) -> list[str] | None:
     """Check, set up, create or migrate the store; return its labels.
 
@@ -176,7 +213,7 @@ def prepare(
     version = inspect(conn, path)  # before the first write: a foreign file stays untouched
     (mode,) = conn.execute("PRAGMA journal_mode").fetchone()
     if mode.lower() != "wal":
-        (mode,) = conn.execute("PRAGMA journal_mode=WAL").fetchone()
+        mode = _switch_to_wal(conn, timeout)
         if mode.lower() != "wal":
             raise InputError(
                 f"{path}: SQLite would not switch to WAL mode (it stays in {mode!r}); "

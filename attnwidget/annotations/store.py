@@ -114,7 +114,7 @@ class Store:
                 "exists and is writable"
             ) from None
         try:
-            self._labels = _schema.prepare(conn, self._path, wanted, sync)
+            self._labels = _schema.prepare(conn, self._path, wanted, sync, timeout)
         except BaseException:
             conn.close()
             raise
