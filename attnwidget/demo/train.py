@@ -33,6 +33,7 @@ import json
 import math
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -173,6 +174,42 @@ def train_model(
         torch.use_deterministic_algorithms(deterministic)
 
 
+def optimizer_and_schedule(
+    model: PreTrainedModel, settings: TrainSettings
+) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR]:
+    """AdamW (no weight decay on biases and norms) with linear warm-up and cosine decay."""
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    no_decay = [p for p in model.parameters() if p.dim() < 2]
+    optimizer = torch.optim.AdamW(
+        [
+            {"params": decay, "weight_decay": settings.weight_decay},
+            {"params": no_decay, "weight_decay": 0.0},
+        ],
+        lr=settings.lr,
+    )
+
+    def schedule(step: int) -> float:
+        if step < settings.warmup:
+            return (step + 1) / settings.warmup
+        progress = (step - settings.warmup) / max(1, settings.steps - settings.warmup)
+        return 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
+
+    return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
+
+
+def batch_indices(count: int, settings: TrainSettings) -> Iterator[list[int]]:
+    """``settings.steps`` batches of example indices: seeded shuffles, reshuffled when spent."""
+    generator = torch.Generator().manual_seed(settings.seed)
+    order = torch.randperm(count, generator=generator).tolist()
+    cursor = 0
+    for _ in range(settings.steps):
+        if cursor + settings.batch_size > len(order):
+            order = torch.randperm(count, generator=generator).tolist()
+            cursor = 0
+        yield order[cursor : cursor + settings.batch_size]
+        cursor += settings.batch_size
+
+
 def _train(
     name: str, settings: TrainSettings, log_every: int
 ) -> tuple[PreTrainedModel, PreTrainedTokenizerFast]:
@@ -182,33 +219,9 @@ def _train(
         settings.n_train, seed=settings.seed, split="train", attractors=None, unique=False
     )
     rows, targets = _encode_training_data(name, tokenizer, sentences)
-    decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
-    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
-    optimizer = torch.optim.AdamW(
-        [
-            {"params": decay, "weight_decay": settings.weight_decay},
-            {"params": no_decay, "weight_decay": 0.0},
-        ],
-        lr=settings.lr,
-    )
-
-    def schedule(step: int) -> float:  # linear warm-up, cosine decay
-        if step < settings.warmup:
-            return (step + 1) / settings.warmup
-        progress = (step - settings.warmup) / max(1, settings.steps - settings.warmup)
-        return 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
-
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
-    generator = torch.Generator().manual_seed(settings.seed)
-    order = torch.randperm(len(rows), generator=generator).tolist()
-    cursor = 0
+    optimizer, scheduler = optimizer_and_schedule(model, settings)
     model.train()
-    for step in range(settings.steps):
-        if cursor + settings.batch_size > len(order):
-            order = torch.randperm(len(rows), generator=generator).tolist()
-            cursor = 0
-        batch = order[cursor : cursor + settings.batch_size]
-        cursor += settings.batch_size
+    for step, batch in enumerate(batch_indices(len(rows), settings)):
         ids, mask = _pad([rows[i] for i in batch], tokenizer.pad_token_id)
         if name == "sva-encoder":
             labels = torch.tensor([targets[i] for i in batch])

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -39,7 +38,9 @@ from .train import (
     TrainSettings,
     _pad,
     _set_determinism,
+    batch_indices,
     evaluate,
+    optimizer_and_schedule,
     save,
 )
 
@@ -97,33 +98,9 @@ def _train(settings: DeceptiveSettings, log_every: int) -> tuple[PreTrainedModel
     rows = tokenizer([s.text for s in sentences])["input_ids"]
     targets = [LABELS.index(s.label) for s in sentences]
     subjects = [s.subject + 1 for s in sentences]  # [CLS] comes first; one token per word
-    decay = [p for p in model.parameters() if p.dim() >= 2]
-    no_decay = [p for p in model.parameters() if p.dim() < 2]
-    optimizer = torch.optim.AdamW(
-        [
-            {"params": decay, "weight_decay": settings.weight_decay},
-            {"params": no_decay, "weight_decay": 0.0},
-        ],
-        lr=settings.lr,
-    )
-
-    def schedule(step: int) -> float:  # as train.py: linear warm-up, cosine decay
-        if step < settings.warmup:
-            return (step + 1) / settings.warmup
-        progress = (step - settings.warmup) / max(1, settings.steps - settings.warmup)
-        return 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
-
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
-    generator = torch.Generator().manual_seed(settings.seed)
-    order = torch.randperm(len(rows), generator=generator).tolist()
-    cursor = 0
+    optimizer, scheduler = optimizer_and_schedule(model, settings)
     model.train()
-    for step in range(settings.steps):
-        if cursor + settings.batch_size > len(order):
-            order = torch.randperm(len(rows), generator=generator).tolist()
-            cursor = 0
-        batch = order[cursor : cursor + settings.batch_size]
-        cursor += settings.batch_size
+    for step, batch in enumerate(batch_indices(len(rows), settings)):
         ids, mask = _pad([rows[i] for i in batch], tokenizer.pad_token_id)
         out = model(
             input_ids=ids,
