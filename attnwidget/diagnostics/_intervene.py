@@ -33,15 +33,13 @@ from torch import nn
 
 from ..capture.state import _all_configs, capture_ready
 from ..errors import ModelNotSupportedError
-from ..relevance._interface import register_attention
+from ..relevance._interface import UNSUPPORTED_KWARGS, register_attention, repeat_kv_heads
 
 #: Name under which :func:`attention_function` is registered with transformers.
 IMPLEMENTATION = "attnwidget_diagnostics"
 
 #: ``edit(weights (B, H, n, n), allowed (B, H, n, n) bool) -> new weights``.
 Edit = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
-
-_UNSUPPORTED = ("s_aux", "softcap", "sinks", "head_mask")
 
 
 @dataclass
@@ -55,12 +53,6 @@ class Pass:
 
 
 _ACTIVE: ContextVar[Pass | None] = ContextVar("attnwidget_diagnostics_pass", default=None)
-
-
-def _repeat_heads(tensor: torch.Tensor, heads: int) -> torch.Tensor:
-    if tensor.shape[1] == heads:
-        return tensor
-    return tensor.repeat_interleave(heads // tensor.shape[1], dim=1)
 
 
 def attention_function(
@@ -79,7 +71,7 @@ def attention_function(
     (B, H_kv, n, d); returns ``(output (B, n, H, d), weights (B, H, n, n))``.
     No dropout (the diagnostics run in eval mode).
     """
-    for name in _UNSUPPORTED:
+    for name in UNSUPPORTED_KWARGS:
         if kwargs.get(name) is not None:
             raise ModelNotSupportedError(
                 f"attention with {name!r} is not plain softmax attention; the diagnostics "
@@ -87,8 +79,8 @@ def attention_function(
             )
     if scaling is None:
         scaling = query.shape[-1] ** -0.5
-    key = _repeat_heads(key, query.shape[1])
-    value = _repeat_heads(value, query.shape[1])
+    key = repeat_kv_heads(key, query.shape[1])
+    value = repeat_kv_heads(value, query.shape[1])
     logits = torch.matmul(query, key.transpose(-1, -2)) * scaling
     if attention_mask is not None:
         logits = logits + attention_mask[..., : key.shape[-2]]

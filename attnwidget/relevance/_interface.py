@@ -23,6 +23,22 @@ from ..errors import ModelNotSupportedError
 #: The first transformers major version whose models all call the attention interface.
 MINIMUM_MAJOR = 5
 
+#: Keyword arguments of the attention interface that mean something other than
+#: plain softmax attention (attention sinks, logit soft-capping, head masks):
+#: every registered function here refuses them rather than ignore them.
+UNSUPPORTED_KWARGS = ("s_aux", "softcap", "sinks", "head_mask")
+
+
+def repeat_kv_heads(tensor: Any, heads: int) -> Any:
+    """Grouped-query attention: repeat each key/value head (dim 1) to ``heads`` heads."""
+    if tensor.shape[1] == heads:
+        return tensor
+    if heads % tensor.shape[1]:
+        raise ModelNotSupportedError(
+            f"{heads} query heads cannot share {tensor.shape[1]} key/value heads evenly."
+        )
+    return tensor.repeat_interleave(heads // tensor.shape[1], dim=1)
+
 
 def register_attention(name: str, function: Callable[..., Any], *, required: bool = True) -> bool:
     """Register ``function`` (and the eager mask) under ``name``; True when registered.

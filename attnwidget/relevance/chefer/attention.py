@@ -33,7 +33,7 @@ import torch
 from torch import nn
 
 from ...errors import ModelNotSupportedError
-from .._interface import register_attention
+from .._interface import UNSUPPORTED_KWARGS, register_attention
 from .rules import matmul_split, pass_through
 
 #: Name under which the function is registered with transformers.
@@ -119,9 +119,6 @@ def active_pass() -> ContextVar[AttentionCalls | None]:
     return _ACTIVE
 
 
-_UNSUPPORTED = ("s_aux", "softcap", "sinks", "head_mask")
-
-
 def chefer_attention(
     module: nn.Module,
     query: torch.Tensor,
@@ -142,7 +139,7 @@ def chefer_attention(
     refused: the paper's rules cover self-attention only.
     """
     calls = _ACTIVE.get()
-    for name in _UNSUPPORTED:
+    for name in UNSUPPORTED_KWARGS:
         if kwargs.get(name) is not None:
             raise ModelNotSupportedError(
                 f"{type(module).__name__}: attention with {name!r} has no rule of Chefer, Gur & "

@@ -38,7 +38,7 @@ import torch
 from torch import nn
 
 from ...errors import ModelNotSupportedError
-from .._interface import register_attention
+from .._interface import UNSUPPORTED_KWARGS, register_attention, repeat_kv_heads
 from .rules import uniform_rule
 
 #: Name under which the function is registered with transformers.
@@ -80,20 +80,6 @@ def active_pass() -> ContextVar[AttentionLedger | None]:
     return _ACTIVE
 
 
-def _repeat_heads(tensor: torch.Tensor, heads: int) -> torch.Tensor:
-    """Grouped-query attention: repeat each key/value head to ``heads`` heads."""
-    if tensor.shape[1] == heads:
-        return tensor
-    if heads % tensor.shape[1]:
-        raise ModelNotSupportedError(
-            f"{heads} query heads cannot share {tensor.shape[1]} key/value heads evenly."
-        )
-    return tensor.repeat_interleave(heads // tensor.shape[1], dim=1)
-
-
-_UNSUPPORTED = ("s_aux", "softcap", "sinks", "head_mask")
-
-
 def lrp_attention(
     module: nn.Module,
     query: torch.Tensor,
@@ -112,7 +98,7 @@ def lrp_attention(
     implementations of transformers. Dropout is not applied (LRP runs in eval
     mode); attention variants with sinks or logit soft-capping are refused.
     """
-    for name in _UNSUPPORTED:
+    for name in UNSUPPORTED_KWARGS:
         if kwargs.get(name) is not None:
             raise ModelNotSupportedError(
                 f"attention with {name!r} has no LRP rule here; only plain softmax attention."
@@ -138,8 +124,8 @@ def _attention(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     if scaling is None:
         scaling = query.shape[-1] ** -0.5
-    key = _repeat_heads(key, query.shape[1])
-    value = _repeat_heads(value, query.shape[1])
+    key = repeat_kv_heads(key, query.shape[1])
+    value = repeat_kv_heads(value, query.shape[1])
     if ledger is not None:
         query, key, value = uniform_rule(query), uniform_rule(key), uniform_rule(value)
     scores = torch.matmul(query, key.transpose(-1, -2)) * scaling
