@@ -263,13 +263,23 @@ def vit_base_explanation() -> Explanation:
 
 
 def test_vit_base_sizes_stay_within_the_message_limits(monkeypatch: pytest.MonkeyPatch) -> None:
-    view = ImageView(vit_base_explanation())
-    _, _, buffers = _remove_buffers(view.get_state())
-    state_bytes = sum(len(b) for b in buffers)
-    assert state_bytes <= STATE_BYTES
-    held = {(e["map"], e["layer"]) for e in view.preload_index}
-    assert ("attention", 11) in held and ("rollout", 11) in held  # the shown layer first
+    exp = vit_base_explanation()
+    # Opening on the clicked patch's attention: the shown layer's maps come first.
+    query_view = ImageView(exp, method="query_attention")
+    held = {(e["map"], e["layer"]) for e in query_view.preload_index}
+    assert ("attention", 11) in held and ("rollout", 11) in held
     assert len(held) < 24  # 12 MB of maps: the rest comes on request
+    # Opening on a score map (the default): no patch map is drawn before a
+    # click, so the state holds only what fits the smaller budget, and the
+    # 0.9 MB attention layer comes with the first click.
+    view = ImageView(exp)
+    assert view.method in exp.scores
+    held = {(e["map"], e["layer"]) for e in view.preload_index}
+    assert held == {("rollout", 11)}
+    assert len(bytes(view.preload)) <= image_module.SCORE_VIEW_PRELOAD_BYTES < 12 * 197 * 196 * 2
+    for v in (query_view, view):
+        _, _, buffers = _remove_buffers(v.get_state())
+        assert sum(len(b) for b in buffers) <= STATE_BYTES
     messages = sent(view, monkeypatch)
     for name in ("attention", "rollout"):
         view._on_message(view, {"type": "request", "map": name, "layer": 0}, [])

@@ -22,7 +22,9 @@ most :data:`MAX_MESSAGE_BYTES` (the Jupyter server drops websocket messages
 over 10 MiB by default). The initial state ships whole layers, the shown
 one first (``preload`` bytes + ``preload_index`` chunks with
 ``offset``/``nbytes``), as many as fit in :data:`PRELOAD_BYTES` with the
-whole state within :data:`STATE_BYTES`; the page asks for the rest:
+whole state within :data:`STATE_BYTES` (a view that opens on a score map
+draws none before a click, and takes a smaller budget:
+``image_view.SCORE_VIEW_PRELOAD_BYTES``); the page asks for the rest:
 
 - page -> kernel: ``{"type": "request", "map": "attention", "layer": l}``;
 - kernel -> page: ``{"type": "chunk", **chunk, "dtype": "float16",

@@ -79,6 +79,9 @@ log = logging.getLogger(__name__)
 QUERY_ATTENTION = "query_attention"
 QUERY_ROLLOUT = "query_rollout"
 QUERY_MODES = (QUERY_ATTENTION, QUERY_ROLLOUT)
+#: The patch maps a view opening on a score map holds at most in its state
+#: (ViT-B/16: the shown layer's rollout; its attention comes on the first click).
+SCORE_VIEW_PRELOAD_BYTES = 2**17
 #: Which wire map each query mode draws.
 _MODE_MAPS = {QUERY_ATTENTION: "attention", QUERY_ROLLOUT: "rollout"}
 
@@ -190,7 +193,12 @@ class ImageView(_AttnWidget):
         pixels = display_image(explanation.image)
         png = encode_png(pixels)
         special = [str(explanation.tokens[i]) for i in explanation.special_tokens]
-        budget = min(PRELOAD_BYTES, STATE_BYTES - len(png) - len(data))
+        opening = method if method is not None else (names[0] if names else QUERY_ATTENTION)
+        # A view opening on a score map draws no patch-to-patch map until a
+        # click, so its state carries a smaller share of them: the saved or
+        # first-sent state is what the page parses before its first frame.
+        wanted = PRELOAD_BYTES if opening in QUERY_MODES else SCORE_VIEW_PRELOAD_BYTES
+        budget = min(PRELOAD_BYTES, wanted, STATE_BYTES - len(png) - len(data))
         self._preloaded = preload(self._maps, shown, max(0, budget))
         with self.hold_sync():
             self.set_trait("image", png)
@@ -214,7 +222,7 @@ class ImageView(_AttnWidget):
             self.set_trait("num_heads", self._maps.heads)
             self.set_trait("preload", self._preloaded[0])
             self.set_trait("preload_index", self._preloaded[1])
-            self.method = method if method is not None else (names[0] if names else QUERY_ATTENTION)
+            self.method = opening
             self.layer = shown
             self.head = head
             self.selected_patch = [] if selected_patch is None else list(selected_patch)
