@@ -26,6 +26,7 @@ from .errors import (
 )
 from .explain import DEFAULT_METHODS, explain
 from .explanation import Explanation
+from .generation import GenerationExplanation, explain_generation
 from .methods import (
     MethodInfo,
     Option,
@@ -60,6 +61,7 @@ __all__ = [
     "Explanation",
     "Explorer",
     "FlowView",
+    "GenerationExplanation",
     "HeadView",
     "ImageView",
     "InputError",
@@ -80,6 +82,7 @@ __all__ = [
     "chefer2021",
     "evaluate",
     "explain",
+    "explain_generation",
     "get_method",
     "grad_attention",
     "head_view",
