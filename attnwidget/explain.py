@@ -18,11 +18,13 @@ from .capture import (
     model_kind,
 )
 from .capture.image_inputs import is_image_like
+from .capture.kinds import is_bare_encoder
 from .capture.run import default_query
 from .capture.targets import resolve_query_index
 from .capture.tokens import encode, max_length, second_segment_start
 from .errors import InputError
 from .explain_image import explain_images
+from .explain_similarity import explain_embeddings
 from .explanation import Explanation
 from .methods import ScoreContext, available_methods, compute_scores, get_method
 from .methods.options import resolve_method_options
@@ -48,9 +50,11 @@ def explain(
     methods: Sequence[str] | None = None,
     query_index: int | None = None,
     decoder_text: str | None = None,
+    pooling: str | None = None,
     truncation: bool = False,
     readable_tokens: bool = True,
     method_options: dict[str, dict[str, Any]] | None = None,
+    keep: str | None = None,
 ) -> Explanation | list[Explanation]:
     """Run ``model`` once on ``text`` and explain its prediction.
 
@@ -73,6 +77,12 @@ def explain(
             or id (default: the predicted next token). Masked LMs: the token at
             the mask position (default: the predicted one). Encoder–decoder:
             the next decoder token. A list gives one target per text.
+            Bare encoders (``AutoModel``, sentence embeddings):
+            ``"similarity"`` with ``text_pair`` explains the cosine similarity
+            of the two texts' pooled embeddings, each text run on its own
+            (``exp.pair_tokens``/``exp.pair_scores`` hold the second text's;
+            :mod:`attnwidget.explain_similarity`); unset, only the attention
+            methods apply.
         methods: names of registered methods (default: raw, rollout,
             grad_attention, input_x_gradient); see
             :func:`attnwidget.available_methods`.
@@ -86,6 +96,11 @@ def explain(
             rollout, flow) may read any row.
         decoder_text: encoder–decoder only: the decoder's prefix (default:
             just the decoder start token).
+        pooling: bare encoders only: how the last hidden states become the
+            sentence embedding, ``"mean"`` (over all tokens, as
+            sentence-transformers; the default with ``target="similarity"``) or
+            ``"cls"`` (the first token). Without a target it chooses the query
+            of the attention methods (mean: the average of all rows).
         truncation: cut text longer than the model's maximum length (with a
             warning) instead of raising.
         readable_tokens: strip tokenizer markers (``Ġ``, ``##``, ``▁``).
@@ -96,6 +111,17 @@ def explain(
             unknown or not in ``methods``, unknown option names and invalid
             values raise :class:`InputError`. The options used, defaults
             included, are in ``Explanation.method_options``.
+        keep: what of the attention is kept (:mod:`attnwidget.capture.keep`):
+            ``"all"`` the (L, H, n, n) attention and its gradient; ``"fused"``
+            each layer's head mean (L, n, n) and the query rows; ``"rows"``
+            only rows (L·H·n floats). Reduced inside the backward pass, so the
+            full tensor never exists as numpy. Default (None): ``"all"`` while
+            layers·heads·n² ≤ 2²⁶ floats (256 MiB in float32; e.g. BERT-base
+            up to 512 tokens), else the smallest keep the requested methods
+            work from (raw, grad_attention, rollout and the gradient methods:
+            "rows"; flow: "fused"; head-level methods such as chefer2021,
+            effective_attention, attention_norm: "all"). A method that needs
+            more than an explicit ``keep`` gives an InputError naming it.
 
     Returns:
         An :class:`Explanation` (or a list of them for a list of texts).
@@ -105,6 +131,15 @@ def explain(
         InputError: bad text, target, query_index or method_options; the model
             is left as it was.
     """
+    if is_bare_encoder(model):  # sentence embeddings: attnwidget.explain_similarity
+        return explain_embeddings(model, tokenizer, text, locals())
+    if pooling is not None or (isinstance(target, str) and target == "similarity"):
+        raise InputError(
+            f"{'pooling' if pooling is not None else 'target=' + repr(target)} is for bare "
+            f"encoders (sentence embeddings), but {type(model).__name__} has a head; load "
+            "the encoder with transformers.AutoModel to explain the similarity of two "
+            "texts' pooled embeddings, or leave it out to explain this model's prediction."
+        )
     kind = model_kind(model)
     if kind == IMAGE:
         return _explain_image(model, tokenizer, text, locals())
@@ -119,6 +154,7 @@ def explain(
     # Unknown names and invalid options fail here, before the model runs.
     options = resolve_method_options([get_method(name) for name in names], method_options)
     _check_layer_options(model, options)
+    keep, smallest = _keep_plan(keep, names, options)
     limit = max_length(model, tokenizer)
     items = [
         _item(
@@ -153,14 +189,32 @@ def explain(
                 query_index=query_index,
                 readable=readable_tokens,
                 values=values,
+                keep=keep,
+                smallest_keep=smallest,
             )
             for record in records:
                 if kind == ENCODER:  # the pooled row is known once the model has run
-                    ids, first_layer = list(record.input_ids), record.attentions[0]
-                    pooled = default_query(ENCODER, ids, first_layer, tokenizer, 0)
+                    pooled = record.default_query_index
+                    if pooled is None:
+                        ids, first_layer = list(record.input_ids), record.attentions[0]
+                        pooled = default_query(ENCODER, ids, first_layer, tokenizer, 0)
                     _check_pooled_row(record.query_index, (pooled,), names, query_index)
             explanations.extend(_explanation(r, names, options) for r in records)
     return explanations[0] if single else explanations
+
+
+def _keep_plan(
+    keep: Any, names: list[str], options: dict[str, dict[str, Any]]
+) -> tuple[str | None, str]:
+    """``keep`` checked against the methods before the run, and the smallest keep they need."""
+    from .capture.keep import check_keep
+    from .methods.keep import check_keep_for, smallest_keep
+
+    keep = check_keep(keep)
+    specs = [get_method(name) for name in names]
+    if keep is not None:
+        check_keep_for(specs, options, keep)
+    return keep, smallest_keep(specs, options)
 
 
 #: Config fields that count a model's (encoder) self-attention layers.
@@ -199,6 +253,11 @@ def _explain_image(
         raise InputError(
             f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for text models; "
             f"{type(model).__name__} explains images: explain(model, processor, image)."
+        )
+    if arguments.get("keep") not in (None, "all"):
+        raise InputError(
+            f"keep={arguments['keep']!r} is for text models; image explanations keep "
+            "all attention (leave keep unset or pass keep='all')."
         )
     methods = arguments["methods"]
     if isinstance(methods, str):
@@ -315,10 +374,11 @@ def _check_pooled_row(
 def _explanation(
     record: AttentionRecord, names: list[str], options: dict[str, dict[str, Any]]
 ) -> Explanation:
+    full = record.attentions is not None  # keep="all"; else no float64 copies are made
     context = ScoreContext(
-        attentions=record.attentions.astype(np.float64),
+        attentions=record.attentions.astype(np.float64) if full else None,
         query_index=record.query_index if record.query_weights is None else 0,
-        attention_grads=record.attention_grads.astype(np.float64),
+        attention_grads=record.attention_grads.astype(np.float64) if full else None,
         embeddings=record.embeddings.astype(np.float64),
         embedding_grads=record.embedding_grads.astype(np.float64),
         input_ids=record.input_ids,
@@ -330,6 +390,11 @@ def _explanation(
         query_weights=record.query_weights,
         head_values=None if record.head_values is None else record.head_values.astype(np.float64),
         head_output_weights=record.head_output_weights,
+        keep=record.keep,
+        fused_attentions=record.fused_attentions,
+        attention_rows=record.attention_rows,
+        rollout_rows=record.rollout_rows,
+        grad_attention_rows=record.grad_attention_rows,
     )
     scores, details = compute_scores(names, context)
     logits = record.logits
@@ -354,4 +419,8 @@ def _explanation(
         cross_attentions=record.cross_attentions,
         details=details,
         method_options={name: dict(values) for name, values in options.items()},
+        target_score=float(record.logits[record.target_id]),
+        keep=record.keep,
+        fused_attentions=record.fused_attentions,
+        attention_rows=record.attention_rows,
     )

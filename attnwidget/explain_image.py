@@ -78,6 +78,7 @@ def _explanation(
         scores=scores,
         target=record.target_label,
         target_id=record.target_id,
+        target_score=float(record.logits[record.target_id]),
         logits=record.logits,
         probabilities=probabilities.astype(np.float32),
         raw_tokens=record.raw_tokens,

@@ -13,7 +13,9 @@ from .errors import AttentionShapeError
 from .methods._graph import as_attention_array
 
 
-def _positions(attentions: Any) -> int | None:
+def _positions(attentions: Any, rows: Any = None) -> int | None:
+    if attentions is None:  # keep="fused"/"rows": the rows' last axis is n
+        attentions = rows
     shape = getattr(attentions, "shape", None)
     return int(shape[-1]) if shape is not None and len(shape) else None
 
@@ -26,7 +28,7 @@ class Explanation:
         tokens: readable token strings (no ``Ġ``/``##`` markers), length n.
         attentions: float32 (L, H, n, n) post-softmax self-attention; for
             encoder–decoder models the encoder's (see also ``decoder_attentions``
-            and ``cross_attentions``).
+            and ``cross_attentions``). None unless ``keep == "all"``.
         query_index: the row explained (CLS, last position, or mask position;
             for encoder–decoder models the decoder position).
         scores: method name -> float32 (n,) relevance of each input token.
@@ -37,7 +39,9 @@ class Explanation:
         input_ids: int64 (n,) token ids, when a model produced them.
         sentence_b_start: index of the first token of the second segment of a
             sentence pair, else None.
-        kind: "encoder", "masked-lm", "causal-lm", "encoder-decoder" or "arrays".
+        kind: "encoder", "masked-lm", "causal-lm", "encoder-decoder", "image",
+            "embedding" (a bare encoder, :mod:`attnwidget.explain_similarity`) or
+            "arrays".
         decoder_tokens, decoder_attentions (L, H, m, m), cross_attentions
             (L, H, m, n): encoder–decoder models only.
         details: per-method extras (e.g. integrated gradients' completeness
@@ -51,10 +55,28 @@ class Explanation:
             patches (CLS, distillation, registers; they come first). Their
             scores are 0 (not explained): see :meth:`patch_scores` and
             :meth:`heatmap`.
+        target_score: the explained scalar: the target's logit, or for a
+            sentence pair (``target="similarity"``) the cosine similarity of
+            the two texts' pooled embeddings.
+        pair_tokens, pair_scores, pair_attentions (L, H, m, m), pair_details:
+            the second text of a similarity explanation (``kind="embedding"``),
+            which runs as its own input: its m tokens, each method's (m,)
+            scores (the same similarity explained from its side), its
+            attention and per-method extras. None / empty otherwise.
+        pooling: how a bare encoder's hidden states were pooled ("mean" or
+            "cls"), None for models with a head.
+        keep: what of the attention was kept ("all", "fused" or "rows"; see
+            :func:`attnwidget.explain`). With "fused" or "rows", ``attentions``
+            and ``attention_grads`` are None; views of single heads need "all"
+            (:meth:`require_attentions` says so).
+        fused_attentions: float32 (L, n, n), each layer's head-mean attention
+            (keep="fused"; None otherwise, see :meth:`fused_attention`).
+        attention_rows: float32 (L, H, n), each layer's and head's query row
+            (keep="fused" or "rows"; None for "all").
     """
 
     tokens: list[str]
-    attentions: np.ndarray
+    attentions: np.ndarray | None
     query_index: int = 0
     scores: dict[str, np.ndarray] = field(default_factory=dict)
     target: Any = None
@@ -75,12 +97,25 @@ class Explanation:
     patch_grid: tuple[int, int] | None = None
     patch_size: int | None = None
     special_tokens: list[int] = field(default_factory=list)
+    keep: str = "all"
+    fused_attentions: np.ndarray | None = None
+    attention_rows: np.ndarray | None = None
+    target_score: float | None = None
+    pair_tokens: list[str] | None = None
+    pair_scores: dict[str, np.ndarray] = field(default_factory=dict)
+    pair_attentions: np.ndarray | None = None
+    pair_details: dict[str, dict[str, Any]] = field(default_factory=dict)
+    pooling: str | None = None
 
     def __post_init__(self) -> None:
         # A string would read as one token per character; refused with the fix.
-        self.tokens = as_token_list(self.tokens, expected=_positions(self.attentions))
+        self.tokens = as_token_list(
+            self.tokens, expected=_positions(self.attentions, self.attention_rows)
+        )
         n = len(self.tokens)
-        if self.attentions.ndim != 4 or self.attentions.shape[-2:] != (n, n):
+        if self.attentions is None:
+            self._check_kept(n)
+        elif self.attentions.ndim != 4 or self.attentions.shape[-2:] != (n, n):
             raise AttentionShapeError(
                 f"attentions has shape {tuple(self.attentions.shape)} but there are {n} "
                 f"tokens; expected (L, H, {n}, {n}). Pass the tokens the attention was "
@@ -92,6 +127,40 @@ class Explanation:
             raise IndexError(f"query_index={self.query_index} out of range for {rows} tokens.")
         if self.kind == "image":
             self._check_image()
+
+    def _check_kept(self, n: int) -> None:
+        """keep="fused"/"rows": the query rows (L, H, n) and, for "fused", (L, n, n) maps."""
+        rows, fused = self.attention_rows, self.fused_attentions
+        if self.keep == "all" or rows is None or rows.ndim != 3 or rows.shape[-1] != n:
+            raise AttentionShapeError(
+                f"attentions is None (keep={self.keep!r}), so attention_rows must be an "
+                f"(L, H, {n}) array and keep 'fused' or 'rows'; pass attentions (L, H, n, n) "
+                "for keep='all'."
+            )
+        if self.keep == "fused" and (fused is None or fused.shape != (rows.shape[0], n, n)):
+            raise AttentionShapeError(
+                f"keep='fused' needs fused_attentions of shape ({rows.shape[0]}, {n}, {n})."
+            )
+
+    def fused_attention(self, layer: int) -> np.ndarray:
+        """float32 (n, n): layer ``layer``'s attention, mean over heads (keep "all" or "fused")."""
+        if self.fused_attentions is not None:
+            return self.fused_attentions[layer]
+        return self.require_attentions("fused_attention")[layer].mean(axis=0)
+
+    def require_attentions(self, what: str) -> np.ndarray:
+        """The (L, H, n, n) attention, or an InputError saying that ``what`` needs keep='all'."""
+        if self.attentions is not None:
+            return self.attentions
+        from .errors import InputError
+
+        raise InputError(
+            f"{what} needs every head's attention map, but this explanation was made with "
+            f"keep={self.keep!r}, which keeps only "
+            f"{'each layer’s head mean and ' if self.keep == 'fused' else ''}the query rows; "
+            "explain again with keep='all' (or use AttentionMatrixView, which works from "
+            "fused maps)."
+        )
 
     def _check_image(self) -> None:
         image, grid = self.image, self.patch_grid
@@ -111,11 +180,13 @@ class Explanation:
 
     @property
     def num_layers(self) -> int:
-        return int(self.attentions.shape[0])
+        shape = self.attention_rows.shape if self.attentions is None else self.attentions.shape
+        return int(shape[0])
 
     @property
     def num_heads(self) -> int:
-        return int(self.attentions.shape[1])
+        shape = self.attention_rows.shape if self.attentions is None else self.attentions.shape
+        return int(shape[1])
 
     @property
     def methods(self) -> list[str]:

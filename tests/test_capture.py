@@ -278,8 +278,9 @@ def test_a_model_without_a_head_or_attention_is_refused() -> None:
             vocab_size=len(tokenizer),
         )
     )
-    with pytest.raises(ModelNotSupportedError, match="AutoModelForSequenceClassification"):
-        attnwidget.explain(bare, tokenizer, TEXT)
+    # A bare encoder has attention but no score: methods that explain one are refused.
+    with pytest.raises(InputError, match="AutoModelForSequenceClassification"):
+        attnwidget.explain(bare, tokenizer, TEXT, methods=["grad_attention"])
     mamba = tf.MambaForCausalLM(
         tf.MambaConfig(vocab_size=len(tokenizer), hidden_size=16, num_hidden_layers=1, state_size=4)
     )

@@ -11,6 +11,9 @@ MASKED_LM = "masked-lm"
 CAUSAL_LM = "causal-lm"
 ENCODER_DECODER = "encoder-decoder"
 IMAGE = "image"  # image classifier (ViT, DeiT, BEiT, Dinov2), read at [CLS]
+#: A bare text model without a head (``AutoModel``: BertModel, XLMRobertaModel,
+#: MPNetModel, ...): sentence embeddings (attnwidget.explain_similarity).
+EMBEDDING = "embedding"
 
 KINDS = (ENCODER, MASKED_LM, CAUSAL_LM, ENCODER_DECODER, IMAGE)
 
@@ -49,3 +52,22 @@ def model_kind(model: Any) -> str:
         "AutoModelForMaskedLM, AutoModelForCausalLM, AutoModelForSeq2SeqLM, or "
         "AutoModelForImageClassification for Vision Transformers."
     )
+
+
+def is_bare_encoder(model: Any) -> bool:
+    """True for a bare text model without a head (``AutoModel``): BertModel, RobertaModel,
+    XLMRobertaModel, MPNetModel, DistilBertModel, ...
+
+    It is its own ``base_model`` (a model with a head holds the bare one as a
+    child), reads token ids, and is not an encoder–decoder. :func:`model_kind`
+    refuses such a model; :func:`attnwidget.explain` explains it through
+    :mod:`attnwidget.explain_similarity`.
+    """
+    config = getattr(model, "config", None)
+    if config is None or getattr(config, "is_encoder_decoder", False):
+        return False
+    if getattr(model, "main_input_name", None) != "input_ids":
+        return False
+    if not callable(getattr(model, "get_input_embeddings", None)):
+        return False
+    return getattr(model, "base_model", None) is model

@@ -10,13 +10,30 @@ import numpy as np
 
 
 @dataclass
+class SimilarityTarget:
+    """The target of a sentence-embedding explanation: cosine similarity to a fixed vector.
+
+    ``other`` is the other text's pooled embedding, a detached torch tensor
+    (d,) on the model's device; ``pooling`` ("mean" or "cls") how this
+    text's last hidden states become its embedding
+    (:func:`attnwidget.capture.similarity.pool`).
+    """
+
+    other: Any
+    pooling: str
+
+
+@dataclass
 class ModelCall:
     """How to run one captured example again: the model, its inputs and target.
 
     ``kwargs`` are the model's keyword inputs other than the embeddings, for a
     batch of one; ``row`` is the query position whose logits are read and
     ``target_id`` the explained class or token. :mod:`attnwidget.relevance`
-    re-runs it (integrated gradients, blank-out, LRP).
+    re-runs it (integrated gradients, blank-out, LRP). ``similarity`` is set
+    for a bare encoder explained by the cosine similarity of its pooled
+    embedding to another text's (``row`` and ``target_id`` are then 0 and
+    unused): :class:`SimilarityTarget`.
     """
 
     model: Any
@@ -25,6 +42,7 @@ class ModelCall:
     row: int
     target_id: int
     input_ids: Sequence[int]
+    similarity: SimilarityTarget | None = None
 
 
 @dataclass
@@ -42,6 +60,18 @@ class AttentionRecord:
     ``head_values`` (L, H, n, d_v) and ``head_output_weights`` (L, H, d_v, d)
     are each head's value vectors and output-projection slice, captured only
     when a method needs them (:mod:`attnwidget.capture.values`).
+
+    ``keep`` says what of the attention was kept (:mod:`attnwidget.capture.keep`):
+    with "fused" or "rows", ``attentions`` and ``attention_grads`` are None and
+    ``attention_rows`` (L, H, n) holds each layer's and head's query row,
+    ``grad_attention_rows`` (L, n) row l the query row of
+    ``(I + Ā_L) ⋯ (I + Ā_l)`` (gradient-weighted attention from start layer l),
+    ``rollout_rows`` (2, L, n) [0 with the residual, 1 without] row k the query
+    row of ``Â_k ⋯ Â_1`` (rollout up to layer k), and for "fused"
+    ``fused_attentions`` (L, n, n) the head mean of each layer.
+    ``default_query_index`` is the row the model's prediction is read from
+    (:func:`attnwidget.capture.run.default_query`), None for a masked LM given
+    ``query_index``.
     """
 
     kind: str
@@ -49,8 +79,8 @@ class AttentionRecord:
     raw_tokens: list[str]
     tokens: list[str]
     special_mask: np.ndarray
-    attentions: np.ndarray
-    attention_grads: np.ndarray
+    attentions: np.ndarray | None
+    attention_grads: np.ndarray | None
     embeddings: np.ndarray
     embedding_grads: np.ndarray
     logits: np.ndarray
@@ -72,3 +102,9 @@ class AttentionRecord:
     black_pixels: np.ndarray | None = None  # (3, H, W): a black image as the model reads it
     head_values: np.ndarray | None = None
     head_output_weights: np.ndarray | None = None
+    keep: str = "all"
+    fused_attentions: np.ndarray | None = None
+    attention_rows: np.ndarray | None = None
+    grad_attention_rows: np.ndarray | None = None
+    rollout_rows: np.ndarray | None = None
+    default_query_index: int | None = None

@@ -2,8 +2,10 @@
 
 Inputs are grouped by token length and each group runs as one batch, so no
 padding ever enters an attention map or a score. Gradients are taken with
-``torch.autograd.grad`` with respect to the input embeddings and the
-attention maps only, so nothing accumulates on the model's parameters.
+``torch.autograd.grad`` with respect to the input embeddings only, so nothing
+accumulates on the model's parameters; each attention map's gradient is read
+by a tensor hook during that backward pass and reduced to what ``keep`` asks
+for (:mod:`.keep`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import numpy as np
 import torch
 
 from ..errors import InputError, ModelNotSupportedError, NonFiniteError
+from .keep import LayerReducer, default_keep
 from .kinds import CAUSAL_LM, ENCODER, ENCODER_DECODER, MASKED_LM
 from .record import AttentionRecord, ModelCall
 from .state import autograd_on
@@ -50,12 +53,17 @@ def capture(
     query_index: int | None,
     readable: bool = True,
     values: bool = False,
+    keep: str | None = "all",
+    smallest_keep: str = "all",
 ) -> list[AttentionRecord]:
     """Capture one record per item (same order). The model must be capture-ready.
 
     ``values=True`` also records each head's value vectors and output-projection
     slice (``head_values``, ``head_output_weights``; :mod:`.values`), with forward
-    hooks present for that one forward pass only.
+    hooks present for that one forward pass only. ``keep`` is what of the
+    attention is kept ("all", "fused", "rows"; :mod:`.keep`); None chooses per
+    same-length group with :func:`.keep.default_keep`, which falls back to
+    ``smallest_keep`` for long inputs.
     """
     groups: dict[tuple[int, int], list[int]] = {}
     for index, item in enumerate(items):
@@ -74,6 +82,8 @@ def capture(
                 query_index=query_index,
                 readable=readable,
                 values=values,
+                keep=keep,
+                smallest_keep=smallest_keep,
             ),
             strict=True,
         ):
@@ -137,7 +147,7 @@ def _query_logits(logits: torch.Tensor, kind: str, rows: torch.Tensor) -> torch.
 
 
 def default_query(
-    kind: str, ids: list[int], attention: np.ndarray, tokenizer: Any, decoder_length: int
+    kind: str, ids: list[int], attention: np.ndarray | None, tokenizer: Any, decoder_length: int
 ) -> int:
     """The row a model's prediction is read from when the user names none.
 
@@ -180,6 +190,23 @@ def _to_numpy(tensor: torch.Tensor | None) -> np.ndarray:
     return tensor.detach().float().cpu().numpy()
 
 
+def _starts(
+    query_rows: list[int], n: int, cross_attn: np.ndarray | None, device: torch.device
+) -> torch.Tensor:
+    """(B, n) each example's query as a distribution over its n positions.
+
+    One-hot at the query row; an encoder–decoder query is a decoder position
+    and reads the encoder through the last cross-attention layer, so its
+    start is that head-mean row (the record's ``query_weights``).
+    """
+    if cross_attn is not None:
+        weights = np.stack([cross_attn[b][-1].mean(axis=0)[q] for b, q in enumerate(query_rows)])
+        return torch.tensor(weights, dtype=torch.float32, device=device)
+    starts = torch.zeros(len(query_rows), n, dtype=torch.float32, device=device)
+    starts[torch.arange(len(query_rows)), torch.tensor(query_rows)] = 1.0
+    return starts
+
+
 def _capture_group(
     model: Any,
     tokenizer: Any,
@@ -190,6 +217,8 @@ def _capture_group(
     query_index: int | None,
     readable: bool,
     values: bool = False,
+    keep: str | None = "all",
+    smallest_keep: str = "all",
 ) -> list[AttentionRecord]:
     # Autograd on whatever the caller's grad mode (torch.no_grad(),
     # torch.inference_mode()): capture() is public and may run outside
@@ -210,18 +239,25 @@ def _capture_group(
         self_attn = _self_attentions(outputs, kind)
         if values:
             value_layouts(model, len(self_attn))  # as many layouts as attention maps
-        first_layer = self_attn[0].detach().float().cpu().numpy()
+        # Only the first head of the first layer is read (a causal backbone's test).
+        first_layer = (
+            self_attn[0][:, :1].detach().float().cpu().numpy() if kind == ENCODER else None
+        )
 
         n = ids.shape[1]
         decoder_length = len(batch[0].decoder_ids or ())
-        query_rows, target_ids, labels = [], [], []
+        query_rows, target_ids, labels, default_rows = [], [], [], []
         logits = outputs.logits
         for b, item in enumerate(batch):
             limit = decoder_length if kind == ENCODER_DECODER else n
+            first = None if first_layer is None else first_layer[b]
+            default_rows.append(
+                None
+                if kind == MASKED_LM and query_index is not None
+                else default_query(kind, item.input_ids, first, tokenizer, decoder_length)
+            )
             if query_index is None:
-                query_rows.append(
-                    default_query(kind, item.input_ids, first_layer[b], tokenizer, decoder_length)
-                )
+                query_rows.append(default_rows[-1])
             else:
                 query_rows.append(resolve_query_index(query_index, 0, limit))
         rows = torch.tensor(query_rows, device=device)
@@ -241,29 +277,23 @@ def _capture_group(
         chosen = scores[
             torch.arange(len(batch), device=device), torch.tensor(target_ids, device=device)
         ]
-        grads = torch.autograd.grad(chosen.sum(), [embeds, *self_attn], allow_unused=True)
-    embed_grads, attn_grads = grads[0], grads[1:]
-    attn_grads = tuple(
-        torch.zeros_like(a) if g is None else g for a, g in zip(self_attn, attn_grads, strict=True)
-    )
-
-    attn_np = np.stack([_to_numpy(a) for a in self_attn], axis=1)  # (B, L, H, n, n)
-    grad_np = np.stack([_to_numpy(g) for g in attn_grads], axis=1)
-    for name, array in (("attention", attn_np), ("attention gradient", grad_np)):
-        if not np.isfinite(array).all():
-            raise NonFiniteError(
-                f"the captured {name} contains NaN/inf; run the model in float32 "
-                "(half precision can overflow) and check its weights."
-            )
+        decoder_attn = cross_attn = None
+        if kind == ENCODER_DECODER:
+            decoder_attn = np.stack([_to_numpy(a) for a in outputs.decoder_attentions], axis=1)
+            cross_attn = np.stack([_to_numpy(a) for a in outputs.cross_attentions], axis=1)
+        mode = keep or default_keep(len(self_attn), self_attn[0].shape[1], n, smallest_keep)
+        reducer = LayerReducer(mode, self_attn, _starts(query_rows, n, cross_attn, device))
+        # From here the hooks hold the only references to the attention maps
+        # (autograd keeps what the backward pass needs and frees it as it goes).
+        del self_attn, outputs, logits, first_layer
+        with reducer:
+            (embed_grads,) = torch.autograd.grad(chosen.sum(), [embeds], allow_unused=True)
+    reducer.check_finite()
     embeds_np = _to_numpy(embeds)
     embed_grads_np = _to_numpy(embed_grads)
     logits_np = scores.detach().cpu().numpy()
-    decoder_attn = cross_attn = None
     head_values = recorder.head_values() if values else None  # (B, L, H, n, d_v)
     head_outputs = output_weights(layouts) if values else None  # (L, H, d_v, d), shared
-    if kind == ENCODER_DECODER:
-        decoder_attn = np.stack([_to_numpy(a) for a in outputs.decoder_attentions], axis=1)
-        cross_attn = np.stack([_to_numpy(a) for a in outputs.cross_attentions], axis=1)
 
     records = []
     for b, item in enumerate(batch):
@@ -287,8 +317,7 @@ def _capture_group(
             raw_tokens=list(raw_tokens),
             tokens=tokens,
             special_mask=special,
-            attentions=attn_np[b],
-            attention_grads=grad_np[b],
+            **reducer.results(b),
             embeddings=embeds_np[b],
             embedding_grads=embed_grads_np[b],
             logits=logits_np[b],
@@ -298,6 +327,8 @@ def _capture_group(
             sentence_b_start=item.sentence_b_start,
             blank_token_id=_blank_id(tokenizer),
             call=ModelCall(model, kind, single, query_rows[b], target_ids[b], item.input_ids),
+            keep=mode,
+            default_query_index=default_rows[b],
         )
         if head_values is not None:
             record.head_values = head_values[b]

@@ -65,6 +65,11 @@ def compute_scores(
     specs = [get_method(name) for name in names]  # validate every name first
     context = method_context(specs, context)
     available = {"attentions"}
+    if context.keep != "all":  # what was kept: check_keep_for names the keep needed
+        from .keep import check_keep_for
+
+        check_keep_for(specs, context.options, context.keep)
+        available.add("attention_grads")  # grad_attention reads grad_attention_rows
     if context.attention_grads is not None:
         available.add("attention_grads")
     if context.embedding_grads is not None:

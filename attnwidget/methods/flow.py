@@ -347,8 +347,11 @@ def _score_flow(context: ScoreContext) -> tuple[np.ndarray, dict[str, object]]:
     """
     options = context.options_for("flow")
     weighted = context.query_weights is not None
+    attentions = context.attentions
+    if attentions is None:  # keep="fused": one head-mean map per layer (head_fusion "mean")
+        attentions = context.fused_attentions[:, None]
     result = attention_flow_result(
-        context.attentions,
+        attentions,
         layer=options["layer"],
         rows=None if weighted else [context.query_index],
         normalize=options["normalize"],

@@ -62,6 +62,13 @@ def grad_attention(attentions: object, gradients: object, *, start_layer: int = 
 )
 def _score_grad_attention(context: ScoreContext) -> np.ndarray:
     options = context.options_for("grad_attention")
+    if context.attentions is None:  # keep="fused"/"rows": propagated during backward
+        rows = context.grad_attention_rows
+        if not 0 <= options["start_layer"] < rows.shape[0]:
+            raise IndexError(
+                f"start_layer={options['start_layer']} out of range for {rows.shape[0]} layers."
+            )
+        return rows[options["start_layer"]].astype(np.float64)
     relevance = grad_attention(
         context.attentions, context.attention_grads, start_layer=options["start_layer"]
     )

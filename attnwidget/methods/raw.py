@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import InputError
 from ._graph import HeadFusion, as_attention_array, fuse_heads, resolve_layer
 from .options import Option, head_fusion_option, layer_option
 from .registry import ScoreContext, register
@@ -53,6 +54,8 @@ def raw_attention(
 )
 def _score_raw(context: ScoreContext) -> np.ndarray:
     options = context.options_for("raw")
+    if context.attentions is None:  # keep="fused"/"rows": the query rows (L, H, n)
+        return _raw_from_rows(context, options)
     maps = raw_attention(
         context.attentions,
         layer=options["layer"],
@@ -60,3 +63,22 @@ def _score_raw(context: ScoreContext) -> np.ndarray:
         head_fusion=options["head_fusion"],
     )
     return context.query_row(maps)
+
+
+def _raw_from_rows(context: ScoreContext, options: dict) -> np.ndarray:
+    """Raw attention from the kept query rows: fusing rows equals the fused map's row."""
+    rows = np.asarray(context.attention_rows, dtype=np.float64)  # (L, H, n)
+    head, fusion = options["head"], options["head_fusion"]
+    if head is None and fusion != "mean" and context.query_weights is not None:
+        # max/min do not commute with the decoder query's weighted sum of rows.
+        raise InputError(
+            f"raw with head_fusion={fusion!r} on an encoder–decoder model needs keep='all' "
+            "(the decoder query weighs every encoder row); pass keep='all' or use 'mean'."
+        )
+    if head is None:
+        maps = fuse_heads(rows[:, :, None, :], fusion)[:, 0]
+    else:
+        if not -rows.shape[1] <= head < rows.shape[1]:
+            raise IndexError(f"head={head} out of range for {rows.shape[1]} heads.")
+        maps = rows[:, head]
+    return maps[resolve_layer(options["layer"], maps.shape[0])]

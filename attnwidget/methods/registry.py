@@ -47,9 +47,15 @@ class ScoreContext:
     are each head's value vectors (bias included) and slice of the output
     projection, captured only for the methods that need them ("head_values":
     ``effective_attention``, ``attention_norm``).
+    ``keep`` says what of the attention was kept (:mod:`attnwidget.methods.keep`):
+    with "fused" or "rows", ``attentions`` and ``attention_grads`` are None
+    and the methods read ``attention_rows`` (L, H, n), ``rollout_rows``
+    (2, L, n), ``grad_attention_rows`` (L, n) and, for "fused",
+    ``fused_attentions`` (L, n, n), all float32 (see
+    :class:`attnwidget.capture.AttentionRecord`).
     """
 
-    attentions: np.ndarray
+    attentions: np.ndarray | None
     query_index: int
     attention_grads: np.ndarray | None = None
     embeddings: np.ndarray | None = None
@@ -66,6 +72,11 @@ class ScoreContext:
     patch_size: int | None = None
     head_values: np.ndarray | None = None
     head_output_weights: np.ndarray | None = None
+    keep: str = "all"
+    fused_attentions: np.ndarray | None = None
+    attention_rows: np.ndarray | None = None
+    rollout_rows: np.ndarray | None = None
+    grad_attention_rows: np.ndarray | None = None
 
     def patch_token_scores(self, patch_values: np.ndarray) -> np.ndarray:
         """(rows·cols,) patch scores → (n,) token scores, the special tokens (first) at 0."""

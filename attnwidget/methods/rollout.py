@@ -103,6 +103,8 @@ def _discard_lowest(fused: np.ndarray, ratio: float, keep_columns: tuple[int, ..
 )
 def _score_rollout(context: ScoreContext) -> np.ndarray:
     options = context.options_for("rollout")
+    if context.attentions is None:  # keep="fused"/"rows"
+        return _rollout_from_kept(context, options)
     maps = rollout(
         context.attentions,
         head_fusion=options["head_fusion"],
@@ -111,3 +113,31 @@ def _score_rollout(context: ScoreContext) -> np.ndarray:
         keep_columns=options["keep_columns"],
     )
     return context.query_row(maps[resolve_layer(options["layer"], maps.shape[0])])
+
+
+def _rollout_from_kept(context: ScoreContext, options: dict) -> np.ndarray:
+    """The query row of rollout from what keep="fused"/"rows" kept.
+
+    Without ``discard_ratio`` the row was propagated during the backward pass
+    (``rollout_rows``). With it, the fused maps are read layer by layer from
+    the top: ``v ← v·Â_l`` for l = layer … 1, n² work per layer.
+    """
+    layers = context.attention_rows.shape[0]
+    top = resolve_layer(options["layer"], layers)
+    if options["discard_ratio"] == 0.0:
+        return context.rollout_rows[0 if options["residual"] else 1, top].astype(np.float64)
+    fused = context.fused_attentions
+    n = fused.shape[-1]
+    if context.query_weights is not None:
+        vector = np.asarray(context.query_weights, dtype=np.float64)
+    else:
+        vector = np.zeros(n)
+        vector[context.query_index] = 1.0
+    for layer in range(top, -1, -1):
+        kept = _discard_lowest(
+            fused[layer : layer + 1].astype(np.float64),
+            options["discard_ratio"],
+            options["keep_columns"],
+        )
+        vector = vector @ add_residual(kept, residual=options["residual"])[0]
+    return vector

@@ -53,7 +53,12 @@ class TargetScore:
         self.model, self.kind, self.kwargs = call.model, call.kind, call.kwargs
         self.row, self.target_id, self.input_ids = call.row, call.target_id, list(call.input_ids)
 
-    def _values(self, inputs: torch.Tensor, **extra: Any) -> tuple[Any, torch.Tensor]:
+    def _values(
+        self, inputs: torch.Tensor, *, state: Any = None, **extra: Any
+    ) -> tuple[Any, torch.Tensor]:
+        """The model's output and the target score (B,); ``state`` is what a
+        :meth:`rerun` context yielded (None outside one; subclasses whose score
+        is computed after the model, e.g. a similarity, start relevance by it)."""
         size = inputs.shape[0]
         out = self.model(
             inputs_embeds=inputs, return_dict=True, **_expand(self.kwargs, size), **extra
@@ -89,7 +94,7 @@ class TargetScore:
             with torch.no_grad():
                 embeds = self.model.get_input_embeddings()(ids)
             embeds = embeds.detach().requires_grad_(True)
-            outputs, values = self._values(embeds, output_attentions=True)
+            outputs, values = self._values(embeds, state=state, output_attentions=True)
             attentions = _self_attentions(outputs, self.kind)
             grads = torch.autograd.grad(values[0], [embeds, *attentions], allow_unused=True)
         attention_grads = [

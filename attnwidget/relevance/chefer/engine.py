@@ -320,15 +320,21 @@ def _check(model: nn.Module, recorder: CheferRecorder, output: Any) -> Any:
             f"{type(model).__name__}: found {len(recorder.blocks)} blocks for {len(called)} "
             f"attention calls; the paper's rules need one self-attention per block; {_HINT}"
         )
-    logits = getattr(output, "logits", None)
+    # A bare encoder (sentence embeddings) has no logits: the relevance starts at
+    # its last hidden states, where the similarity's rule hands it over
+    # (attnwidget.relevance.similarity).
+    name = "logits" if getattr(output, "logits", None) is not None else "last_hidden_state"
+    logits = getattr(output, name, None)
     if not isinstance(logits, torch.Tensor) or logits.grad_fn is None:
         raise ModelNotSupportedError(
             f"{type(model).__name__} returned no differentiable logits; the paper's rules "
-            "start from a classifier or language-model head."
+            "start from a classifier or language-model head (or, for a bare encoder, "
+            "from its last hidden states)."
         )
     resolved = recorder.resolve(logits)
     if resolved is not logits:  # the same values (checked), carrying the head's rules
-        output.logits = logits = resolved
+        setattr(output, name, resolved)
+        logits = resolved
     unknown = _foreign_nodes(logits.grad_fn, boundary)
     if unknown:
         reasons = "; ".join(f"{name} ({_WHY.get(name, 'no rule')})" for name in unknown)

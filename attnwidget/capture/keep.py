@@ -1,0 +1,199 @@
+"""What of the attention a capture keeps (``keep``), reduced inside backward hooks.
+
+A full capture keeps every layer's and head's attention and its gradient,
+2·L·H·n² floats: 2 GB for a 4-layer, 8-head model at n = 4,096 and 68 GB for
+a 32-layer, 32-head 7B model. ``keep`` chooses less:
+
+* ``"all"``: the (L, H, n, n) attention and gradient (views of single heads,
+  LRP-style and value-based methods need them);
+* ``"fused"``: the head mean of each layer (L, n, n), what rollout, flow and
+  the flow view read, plus everything ``"rows"`` keeps;
+* ``"rows"``: only rows: each layer's and head's query row (L, H, n) (raw
+  attention), the rollout row for every top layer (Abnar & Zuidema 2020) and
+  the gradient-weighted relevance row for every start layer (Chefer, Gur &
+  Wolf 2021), propagated from the query down through the layers.
+
+The reductions run in a tensor hook on each layer's attention probabilities
+(``Tensor.register_hook`` receives the attention's gradient during the
+backward pass): the hook reads the layer's attention and gradient, reduces
+them and drops its reference, so the full (L, H, n, n) tensor never exists as
+numpy at once. The backward pass reaches the layers from the last to the
+first, which is exactly the order in which a row vector is propagated
+through the products ``Â_L ⋯ Â_1`` (rollout) and ``(I + Ā_L) ⋯ (I + Ā_1)``
+(gradient-weighted attention): ``v ← v·M_l``, n² work per layer instead of n³.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..errors import InputError, NonFiniteError
+
+KEEPS: tuple[str, ...] = ("rows", "fused", "all")  # smallest first
+#: keep=None keeps "all" while L·H·n² is at most this many floats (256 MiB in
+#: float32 per (L, H, n, n) array: BERT-base at 512 tokens stays "all").
+DEFAULT_KEEP_LIMIT = 2**26
+
+
+def check_keep(keep: Any) -> str | None:
+    """``keep`` as given (None or one of :data:`KEEPS`), or an InputError."""
+    if keep is None or (isinstance(keep, str) and keep in KEEPS):
+        return keep
+    raise InputError(
+        f"keep={keep!r} is not one of 'all', 'fused', 'rows' (or None for the default: "
+        f"'all' while layers·heads·n² ≤ {DEFAULT_KEEP_LIMIT:,} floats, else the smallest "
+        "mode the requested methods work from)."
+    )
+
+
+def default_keep(layers: int, heads: int, n: int, smallest: str) -> str:
+    """The keep used for ``keep=None``: "all" when small, else ``smallest``.
+
+    "all" while ``layers·heads·n² ≤ DEFAULT_KEEP_LIMIT`` (2²⁶ floats, 256 MiB
+    in float32); above it, the smallest mode every requested method works
+    from (``smallest``, see :func:`attnwidget.methods.keep.smallest_keep`).
+    """
+    return "all" if layers * heads * n * n <= DEFAULT_KEEP_LIMIT else smallest
+
+
+class LayerReducer:
+    """Reduce each layer's (B, H, n, n) attention and its gradient as backward reaches it.
+
+    ``attentions`` are the model's post-softmax maps (still in the autograd
+    graph); ``starts`` (B, n) is each example's query as a distribution over
+    positions (one-hot at the query row; an encoder–decoder query's
+    cross-attention weights). Use as a context manager around the backward
+    pass; :meth:`results` gives numpy arrays per example afterwards.
+    """
+
+    def __init__(self, keep: str, attentions: Sequence[torch.Tensor], starts: torch.Tensor):
+        self.keep = keep
+        self.layers = len(attentions)
+        batch, heads, n, _ = attentions[0].shape
+        self._held: list[torch.Tensor | None] = [a.detach() for a in attentions]
+        self._parked: dict[int, torch.Tensor | None] = {}
+        self._next = self.layers - 1
+        self._bad: str | None = None
+        self._handles: list[Any] = []
+        self._attentions = attentions
+        self.starts = starts.detach().float()
+        self.full: list[np.ndarray | None] = [None] * self.layers
+        self.full_grads: list[np.ndarray | None] = [None] * self.layers
+        shape = (batch, self.layers)
+        self.fused = np.zeros((*shape, n, n), dtype=np.float32) if keep == "fused" else None
+        self.rows = np.zeros((*shape, heads, n), dtype=np.float32)
+        self.grad_rows = np.zeros((*shape, n), dtype=np.float32)
+        self.rollout_rows = np.zeros((batch, 2, self.layers, n), dtype=np.float32)
+        self._grad_vector = self.starts.clone()
+        self._rollout = torch.zeros(batch, 2, self.layers, n, dtype=torch.float32)
+
+    def __enter__(self) -> LayerReducer:
+        for layer, attention in enumerate(self._attentions):
+            if attention.requires_grad:
+                self._handles.append(attention.register_hook(self._hook(layer)))
+        self._attentions = ()  # the hooks and _held are the only references now
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for handle in self._handles:
+            handle.remove()
+        self._handles = []
+        if exc[0] is None:
+            # Layers the gradient never reached (no path to the target) get a zero
+            # gradient; then every layer has been reduced, in order.
+            while self._next >= 0:
+                self._parked.setdefault(self._next, None)
+                self._drain()
+        self._held = []
+        self._parked = {}
+
+    def _hook(self, layer: int) -> Any:
+        def hook(grad: torch.Tensor) -> None:
+            self._parked[layer] = grad.detach()
+            self._drain()
+
+        return hook
+
+    def _drain(self) -> None:
+        """Reduce parked layers while the next one (from the top) is available."""
+        while self._next in self._parked:
+            layer = self._next
+            grad = self._parked.pop(layer)
+            attention = self._held[layer]
+            self._held[layer] = None
+            self._reduce(layer, attention, grad)
+            self._next -= 1
+
+    def _reduce(self, layer: int, attention: torch.Tensor, grad: torch.Tensor | None) -> None:
+        with torch.no_grad():
+            a = attention.float()
+            g = torch.zeros_like(a) if grad is None else grad.float()
+            if self._bad is None and not (bool(torch.isfinite(a).all())):
+                self._bad = "attention"
+            if self._bad is None and not (bool(torch.isfinite(g).all())):
+                self._bad = "attention gradient"
+            if self.keep == "all":
+                self.full[layer] = a.cpu().numpy()
+                self.full_grads[layer] = g.cpu().numpy()
+                return
+            starts = self.starts.to(a.device)
+            # Query rows of every head: starts @ A[h]  (B, H, n).
+            self.rows[:, layer] = (starts[:, None, None, :] @ a).squeeze(2).cpu().numpy()
+            fused = a.mean(dim=1)  # (B, n, n)
+            if self.fused is not None:
+                self.fused[:, layer] = fused.cpu().numpy()
+            self._rollout_step(layer, fused, starts)
+            weighted = torch.zeros_like(fused)
+            for head in range(a.shape[1]):  # one (B, n, n) temporary at a time
+                weighted += (g[:, head] * a[:, head]).clamp_(min=0.0)
+            weighted /= a.shape[1]
+            vector = self._grad_vector.to(a.device)
+            vector = vector + (vector[:, None, :] @ weighted).squeeze(1)
+            self._grad_vector = vector
+            self.grad_rows[:, layer] = vector.cpu().numpy()
+
+    def _rollout_step(self, layer: int, fused: torch.Tensor, starts: torch.Tensor) -> None:
+        """``U[k] ← U[k]·Â_layer`` for every top layer k ≥ layer; U[layer] starts at the query.
+
+        ``Â = D⁻¹(0.5·W + 0.5·I)`` with D its row sums (residual, index 0) or
+        ``D⁻¹W`` (no residual, index 1), as :func:`~attnwidget.methods._graph.add_residual`,
+        applied without forming the n×n matrix: ``u·Â = 0.5·(u/d)·W + 0.5·(u/d)``.
+        """
+        rollout = self._rollout.to(fused.device)
+        rollout[:, :, layer] = starts[:, None, :]
+        sums = fused.sum(dim=-1)  # (B, n)
+        for index, residual in enumerate((True, False)):
+            u = rollout[:, index, layer:]  # (B, k, n)
+            d = 0.5 * sums + 0.5 if residual else sums
+            scaled = torch.where(d[:, None, :] > 0, u / d.clamp(min=1e-30)[:, None, :], 0.0)
+            step = scaled @ fused
+            rollout[:, index, layer:] = 0.5 * step + 0.5 * scaled if residual else step
+        self._rollout = rollout
+        self.rollout_rows[:, :, layer:] = rollout[:, :, layer:].cpu().numpy()
+
+    def check_finite(self) -> None:
+        if self._bad is not None:
+            raise NonFiniteError(
+                f"the captured {self._bad} contains NaN/inf; run the model in float32 "
+                "(half precision can overflow) and check its weights."
+            )
+
+    def results(self, b: int) -> dict[str, Any]:
+        """Example ``b``'s kept arrays, as :class:`~.record.AttentionRecord` fields."""
+        if self.keep == "all":
+            return {
+                "attentions": np.stack([f[b] for f in self.full], axis=0),  # type: ignore[index]
+                "attention_grads": np.stack([f[b] for f in self.full_grads], axis=0),  # type: ignore[index]
+            }
+        return {
+            "attentions": None,
+            "attention_grads": None,
+            "fused_attentions": None if self.fused is None else self.fused[b],
+            "attention_rows": self.rows[b],
+            "grad_attention_rows": self.grad_rows[b],
+            "rollout_rows": self.rollout_rows[b],
+        }

@@ -1,0 +1,195 @@
+"""Long inputs: peak memory and time of ``explain()`` against one plain forward+backward.
+
+Run: ``python bench/long.py`` (CPU; ``--sizes 512 1024``, ``--threads 2``,
+``--vocab 32000``); on a GPU ``python bench/long.py --device cuda --dtype bfloat16``.
+
+The model is a tiny Llama-style decoder (``LlamaConfig``: 4 layers, 8 heads,
+hidden 256, intermediate 688, random weights, seed 0) on ``n`` random word
+tokens. Every figure comes from a fresh child process (``--child``), so one
+measurement's allocations never hide another's:
+
+* ``sdpa``: the plain forward with the model's default attention
+  implementation (scaled-dot-product attention in transformers 5), then
+  ``torch.autograd.grad`` of the predicted next token's logit with respect to
+  the input embeddings (what every gradient explanation needs; parameters
+  frozen, as :func:`attnwidget.explain` freezes them);
+* ``eager``: the same with ``attn_implementation="eager"``, which
+  materialises every (H, n, n) softmax (what any method reading attention
+  probabilities needs);
+* ``explain``: ``attnwidget.explain(model, tokenizer, text,
+  methods=["raw", "rollout", "grad_attention", "input_x_gradient"])`` with
+  the default ``keep`` (``"rows"`` at these sizes for these methods), and
+  ``explain-all`` with ``keep="all"`` (the pre-``keep`` behaviour; only up to
+  ``--all-max`` tokens, it needs ~24·L·H·n² bytes).
+
+Peak memory is the child's peak resident set (``ru_maxrss``) minus its
+resident set after the model is built and warmed up on 32 tokens; on CUDA it
+is ``torch.cuda.max_memory_allocated`` above the allocation before the run
+(host RSS is printed too). Time is the best of ``--repeats`` runs (one above
+1,024 tokens). On a shared 2-core machine times vary by ~10 %.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+import transformers as tf
+
+sys.path.insert(0, str(Path(__file__).parent))
+from explain import word_tokenizer  # noqa: E402  (bench/explain.py)
+
+METHODS = ["raw", "rollout", "grad_attention", "input_x_gradient"]
+CASES = ("sdpa", "eager", "explain", "explain-all")
+
+
+def build(attn: str | None, vocab: int, n: int, device: str, dtype: torch.dtype):
+    torch.manual_seed(0)
+    config = tf.LlamaConfig(
+        vocab_size=vocab,
+        hidden_size=256,
+        intermediate_size=688,
+        num_hidden_layers=4,
+        num_attention_heads=8,
+        num_key_value_heads=8,
+        max_position_embeddings=max(n, 64),
+        bos_token_id=2,
+        eos_token_id=3,
+        pad_token_id=0,
+    )
+    if attn is not None:
+        config._attn_implementation = attn
+    model = tf.LlamaForCausalLM(config).eval().to(device=device, dtype=dtype)
+    return model, word_tokenizer(vocab)
+
+
+def text_of(n: int, vocab: int) -> str:
+    generator = torch.Generator().manual_seed(n)
+    words = torch.randint(0, vocab - 10, (n - 2,), generator=generator).tolist()
+    return " ".join(f"w{i}" for i in words)  # + [CLS], [SEP]: n tokens
+
+
+def plain(model, tokenizer, text: str) -> None:
+    """One forward and the target logit's gradient w.r.t. the input embeddings."""
+    device = next(model.parameters()).device
+    ids = torch.tensor([tokenizer(text)["input_ids"]], device=device)
+    embeds = model.get_input_embeddings()(ids).detach().requires_grad_(True)
+    logits = model(inputs_embeds=embeds).logits[0, -1]
+    target = logits.detach().argmax()
+    (grad,) = torch.autograd.grad(logits[target], [embeds])
+    assert torch.isfinite(grad).all()
+
+
+def current_rss() -> int:
+    pages = int(Path("/proc/self/statm").read_text().split()[1])
+    return pages * resource.getpagesize()
+
+
+def child(case: str, n: int, args: argparse.Namespace) -> dict:
+    import attnwidget
+
+    torch.set_num_threads(args.threads)
+    dtype = getattr(torch, args.dtype)
+    attn = "eager" if case == "eager" else None
+    model, tokenizer = build(attn, args.vocab, n, args.device, dtype)
+    for param in model.parameters():
+        param.requires_grad_(False)
+    if case.startswith("explain"):
+        keep = "all" if case == "explain-all" else None
+
+        def run(text: str):
+            return attnwidget.explain(model, tokenizer, text, methods=METHODS, keep=keep)
+    else:
+
+        def run(text: str):
+            return plain(model, tokenizer, text)
+
+    run(text_of(32, args.vocab))  # warm-up: kernels, caches, lazy imports
+    text = text_of(n, args.vocab)
+    cuda = args.device.startswith("cuda")
+    if cuda:
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        base_gpu = torch.cuda.memory_allocated()
+    base = current_rss()
+    best, kept = float("inf"), None
+    for _ in range(args.repeats if n <= 1024 else 1):
+        start = time.perf_counter()
+        result = run(text)
+        if cuda:
+            torch.cuda.synchronize()
+        best = min(best, time.perf_counter() - start)
+        if result is not None:
+            kept = result.keep
+        del result
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - base
+    out = {"case": case, "n": n, "seconds": best, "peak_bytes": peak, "keep": kept}
+    if cuda:
+        out["gpu_peak_bytes"] = torch.cuda.max_memory_allocated() - base_gpu
+    return out
+
+
+def measure(case: str, n: int, args: argparse.Namespace) -> dict:
+    command = [sys.executable, __file__, "--child", case, str(n)]
+    command += ["--threads", str(args.threads), "--vocab", str(args.vocab)]
+    command += ["--device", args.device, "--dtype", args.dtype, "--repeats", str(args.repeats)]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        return {"case": case, "n": n, "error": done.stderr.strip().splitlines()[-1:]}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[512, 1024, 2048, 4096])
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--vocab", type=int, default=32000)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--dtype", default="float32")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--all-max", type=int, default=2048)
+    parser.add_argument("--cases", nargs="+", default=list(CASES), choices=CASES)
+    parser.add_argument("--child", nargs=2, metavar=("CASE", "N"))
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(child(args.child[0], int(args.child[1]), args)))
+        return
+    mib = 2**20
+    gpu = args.device.startswith("cuda")
+    print(f"# {args.device} {args.dtype}, {args.threads} threads, vocab {args.vocab}")
+    header = "n\tcase\tkeep\tseconds\tpeak MiB" + ("\tGPU peak MiB" if gpu else "")
+    print(header + "\tpeak/sdpa\tpeak/eager\ttime/sdpa\ttime/eager")
+    for n in args.sizes:
+        rows = {}
+        for case in args.cases:
+            if case == "explain-all" and n > args.all_max:
+                continue
+            rows[case] = row = measure(case, n, args)
+            if "error" in row:
+                print(f"{n}\t{case}\terror: {row['error']}", flush=True)
+                continue
+            key = "gpu_peak_bytes" if gpu else "peak_bytes"
+            ratios = []
+            for ref in ("sdpa", "eager"):
+                base = rows.get(ref, {})
+                ok = key in base and base[key] > 0 and case.startswith("explain")
+                ratios.append(f"{row[key] / base[key]:.2f}" if ok else "")
+            for ref in ("sdpa", "eager"):
+                base = rows.get(ref, {})
+                ok = "seconds" in base and case.startswith("explain")
+                ratios.append(f"{row['seconds'] / base['seconds']:.2f}" if ok else "")
+            cells = [str(n), case, str(row["keep"] or ""), f"{row['seconds']:.3f}"]
+            cells.append(f"{row['peak_bytes'] / mib:.0f}")
+            if gpu:
+                cells.append(f"{row['gpu_peak_bytes'] / mib:.0f}")
+            print("\t".join(cells + ratios), flush=True)
+
+
+if __name__ == "__main__":
+    main()

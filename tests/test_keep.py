@@ -1,0 +1,180 @@
+"""``explain(..., keep=...)``: "fused" and "rows" give the scores of "all", from less.
+
+References are explicit loops over the (L, H, n, n) attention and gradient
+that ``keep="all"`` returns (Abnar & Zuidema 2020 rollout; Chefer, Gur & Wolf
+2021 gradient-weighted attention), not our methods.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from tiny_models import build
+
+import attnwidget
+from attnwidget import demo, explain
+from attnwidget.capture import keep as keep_module
+from attnwidget.errors import InputError
+
+TEXT = "the cat sat on the mat because it was warm"
+METHODS = ["raw", "rollout", "grad_attention", "input_x_gradient"]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def _model(name: str):
+    if name == "sva-encoder":
+        model, tokenizer = demo.load("sva-encoder")
+        return model, tokenizer, "the keys to the cabinet"
+    model, tokenizer = build(name)
+    return model, tokenizer, TEXT
+
+
+def _rollout_row(att: np.ndarray, q: int, top: int, residual: bool) -> np.ndarray:
+    n = att.shape[-1]
+    product = np.eye(n)
+    for layer in range(top + 1):
+        w = att[layer].astype(np.float64).mean(axis=0)
+        a = 0.5 * w + 0.5 * np.eye(n) if residual else w
+        a = a / a.sum(axis=1, keepdims=True)
+        product = a @ product
+    return product[q]
+
+
+def _grad_attention_row(att: np.ndarray, grad: np.ndarray, q: int, start: int) -> np.ndarray:
+    n = att.shape[-1]
+    relevance = np.eye(n)
+    for layer in range(start, att.shape[0]):
+        cam = np.zeros((n, n))
+        for head in range(att.shape[1]):
+            cam += np.maximum(att[layer, head].astype(np.float64) * grad[layer, head], 0.0)
+        relevance = relevance + (cam / att.shape[1]) @ relevance
+    return relevance[q]
+
+
+def _check(exp, full, options) -> None:
+    att, grad, q = full.attentions, full.attention_grads, full.query_index
+    raw = options.get("raw", {})
+    if raw.get("head") is None:
+        want = att[raw.get("layer", -1)].astype(np.float64).mean(axis=0)[q]
+    else:
+        want = att[raw["layer"], raw["head"], q]
+    np.testing.assert_allclose(exp.scores["raw"], want, rtol=1e-5, atol=1e-7)
+    ro = options.get("rollout", {})
+    top = ro.get("layer", -1) % att.shape[0]
+    want = _rollout_row(att, q, top, ro.get("residual", True))
+    np.testing.assert_allclose(exp.scores["rollout"], want, rtol=1e-4, atol=1e-7)
+    start = options.get("grad_attention", {}).get("start_layer", 0)
+    want = _grad_attention_row(att, grad, q, start)
+    np.testing.assert_allclose(exp.scores["grad_attention"], want, rtol=1e-4, atol=1e-7)
+    np.testing.assert_allclose(
+        exp.scores["input_x_gradient"], full.scores["input_x_gradient"], rtol=1e-5, atol=1e-7
+    )
+
+
+@pytest.mark.parametrize("name", ["llama-lm", "bert-cls", "sva-encoder"])
+def test_fused_and_rows_give_the_scores_of_all(name):
+    model, tokenizer, text = _model(name)
+    variant = {
+        "raw": {"layer": 0, "head": 1},
+        "rollout": {"layer": 0, "residual": False},
+        "grad_attention": {"start_layer": 1},
+    }
+    for options in ({}, variant):
+        full = explain(model, tokenizer, text, methods=METHODS, keep="all", method_options=options)
+        assert full.keep == "all" and full.fused_attentions is None
+        for keep in ("fused", "rows"):
+            exp = explain(model, tokenizer, text, methods=METHODS, keep=keep, method_options=options)
+            assert exp.keep == keep and exp.attentions is None and exp.attention_grads is None
+            _check(exp, full, options)
+            q = full.query_index
+            np.testing.assert_allclose(exp.attention_rows, full.attentions[:, :, q, :], atol=1e-7)
+            assert exp.num_layers == full.num_layers and exp.num_heads == full.num_heads
+        _check(full, full, options)
+    fused = explain(model, tokenizer, text, methods=["raw"], keep="fused")
+    np.testing.assert_allclose(
+        fused.fused_attentions, full.attentions.mean(axis=1), rtol=1e-5, atol=1e-7
+    )
+    np.testing.assert_allclose(fused.fused_attention(1), full.fused_attention(1), atol=1e-6)
+
+
+def test_flow_and_discard_ratio_from_fused_maps():
+    model, tokenizer = build("gpt2-lm")
+    options = {"rollout": {"discard_ratio": 0.3}}
+    names = ["rollout", "flow"]
+    full = explain(model, tokenizer, TEXT, methods=names, keep="all", method_options=options)
+    fused = explain(model, tokenizer, TEXT, methods=names, keep="fused", method_options=options)
+    for name in names:
+        np.testing.assert_allclose(fused.scores[name], full.scores[name], rtol=1e-4, atol=1e-6)
+    with pytest.raises(InputError, match="keep='fused'"):
+        explain(model, tokenizer, TEXT, methods=names, keep="rows", method_options=options)
+
+
+def test_encoder_decoder_query_weights():
+    model, tokenizer = build("t5")
+    full = explain(model, tokenizer, TEXT, methods=METHODS, keep="all")
+    rows = explain(model, tokenizer, TEXT, methods=METHODS, keep="rows")
+    for name in METHODS:
+        np.testing.assert_allclose(rows.scores[name], full.scores[name], rtol=1e-4, atol=1e-7)
+    with pytest.raises(InputError, match="keep='all'"):
+        explain(
+            model, tokenizer, TEXT, methods=["raw"], keep="rows",
+            method_options={"raw": {"head_fusion": "max"}},
+        )  # fmt: skip
+
+
+def test_default_keep_rule(monkeypatch):
+    assert keep_module.default_keep(12, 12, 512, "rows") == "all"  # BERT-base at 512
+    assert keep_module.default_keep(4, 8, 1024, "rows") == "all"  # 2**25 floats
+    assert keep_module.default_keep(4, 8, 4096, "rows") == "rows"
+    assert keep_module.default_keep(32, 32, 4096, "fused") == "fused"
+    model, tokenizer = build("llama-lm")
+    assert explain(model, tokenizer, TEXT, methods=METHODS).keep == "all"
+    monkeypatch.setattr(keep_module, "DEFAULT_KEEP_LIMIT", 100)  # 2·4·27² floats is over
+    assert explain(model, tokenizer, TEXT, methods=METHODS).keep == "rows"
+    assert explain(model, tokenizer, TEXT, methods=[*METHODS, "flow"]).keep == "fused"
+    spec = {"rollout": {"head_fusion": "max"}}
+    assert explain(model, tokenizer, TEXT, methods=["rollout"], method_options=spec).keep == "all"
+
+
+def test_clear_errors():
+    model, tokenizer = build("llama-lm")
+    with pytest.raises(InputError, match="not one of 'all', 'fused', 'rows'"):
+        explain(model, tokenizer, TEXT, keep="some")
+    with pytest.raises(InputError, match=r"'flow' needs keep='fused'"):
+        explain(model, tokenizer, TEXT, methods=["flow"], keep="rows")
+    with pytest.raises(InputError, match=r"'effective_attention' needs keep='all'"):
+        explain(model, tokenizer, TEXT, methods=["effective_attention"], keep="fused")
+    with pytest.raises(InputError, match=r"'rollout' needs keep='all' \(head_fusion='max'"):
+        explain(
+            model, tokenizer, TEXT, methods=["rollout"], keep="fused",
+            method_options={"rollout": {"head_fusion": "max"}},
+        )  # fmt: skip
+    rows = explain(model, tokenizer, TEXT, methods=["raw"], keep="rows")
+    with pytest.raises(InputError, match="keep='all'"):
+        rows.require_attentions("NeuronView")
+    with pytest.raises(InputError, match="keep='all'"):
+        rows.fused_attention(0)
+    assert repr(rows).startswith("Explanation(kind='causal-lm', n=")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (none here)")
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_cuda_half_precision_rows_match_float32(dtype):
+    """The long-input path on a GPU: half-precision weights, keep="rows", vs float32 "all"."""
+    model, tokenizer = build("llama-lm")
+    full = explain(model, tokenizer, TEXT, methods=METHODS, keep="all")
+    model = model.to(device="cuda", dtype=dtype)
+    rows = explain(model, tokenizer, TEXT, methods=METHODS, keep="rows")
+    assert rows.keep == "rows" and rows.attentions is None
+    for name in ("raw", "rollout"):
+        np.testing.assert_allclose(rows.scores[name], full.scores[name], atol=2e-2)
+    assert np.isfinite(rows.scores["grad_attention"]).all()
+    assert attnwidget.explain is explain
