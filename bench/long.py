@@ -43,7 +43,7 @@ import torch
 import transformers as tf
 
 sys.path.insert(0, str(Path(__file__).parent))
-from explain import word_tokenizer  # noqa: E402  (bench/explain.py)
+from explain import word_tokenizer
 
 METHODS = ["raw", "rollout", "grad_attention", "input_x_gradient"]
 CASES = ("sdpa", "eager", "explain", "explain-all")

@@ -91,7 +91,9 @@ def test_fused_and_rows_give_the_scores_of_all(name):
         full = explain(model, tokenizer, text, methods=METHODS, keep="all", method_options=options)
         assert full.keep == "all" and full.fused_attentions is None
         for keep in ("fused", "rows"):
-            exp = explain(model, tokenizer, text, methods=METHODS, keep=keep, method_options=options)
+            exp = explain(
+                model, tokenizer, text, methods=METHODS, keep=keep, method_options=options
+            )
             assert exp.keep == keep and exp.attentions is None and exp.attention_grads is None
             _check(exp, full, options)
             q = full.query_index
