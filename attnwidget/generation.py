@@ -70,6 +70,8 @@ class GenerationExplanation:
         kind: "causal-lm" or "encoder-decoder".
         methods: the method names, in order.
         text: the generated text (decoded).
+        raw_tokens, special_mask: the tokenizer's own strings of the columns
+            (``tokens``) and which of them are special tokens.
         steps: the T per-step explanations (:meth:`step`).
     """
 
@@ -87,6 +89,8 @@ class GenerationExplanation:
     kind: str
     methods: list[str]
     text: str
+    raw_tokens: list[str] = field(default_factory=list)
+    special_mask: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
     steps: list[Explanation] = field(repr=False, default_factory=list)
 
     @property
@@ -302,6 +306,7 @@ def _assemble(
     generated_tokens = [token_label(i, tokenizer) for i in generated]
     probabilities = np.array([float(s.probabilities[s.target_id]) for s in steps], dtype=np.float32)
     n_prompt = len(item.input_ids)
+    column = steps[-1] if kind == CAUSAL_LM else steps[0]  # its tokens are the columns
     if kind == CAUSAL_LM:
         tokens = list(steps[-1].tokens)
         lengths = [n_prompt + t for t in range(count)]
@@ -340,6 +345,13 @@ def _assemble(
         kind=kind,
         methods=names,
         text=tokenizer.decode(generated, skip_special_tokens=False),
+        raw_tokens=list(column.raw_tokens or tokens),
+        special_mask=np.array(
+            tokenizer.get_special_tokens_mask(
+                list(column.input_ids), already_has_special_tokens=True
+            ),
+            dtype=bool,
+        ),
         steps=steps,
     )
 

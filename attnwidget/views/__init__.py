@@ -14,6 +14,7 @@ from .compat import head_view, model_view
 from .evaluation_view import EvaluationView
 from .explorer import Explorer
 from .flow_view import FlowView
+from .generation_view import GenerationView
 from .head_view import HeadView
 from .image_view import ImageView
 from .model_view import ModelView
@@ -29,6 +30,7 @@ __all__ = [
     "EvaluationView",
     "Explorer",
     "FlowView",
+    "GenerationView",
     "HeadView",
     "ImageView",
     "ModelView",

@@ -30,6 +30,9 @@ import type { NeuronTraits } from "./neuron_types";
 // AlignmentView (alignment_*.ts)
 import { renderAlignmentView } from "./alignment_view";
 import type { AlignmentTraits } from "./alignment_types";
+// GenerationView (generation_*.ts)
+import { renderGenerationView } from "./generation_view";
+import type { GenerationTraits } from "./generation_types";
 import { mountWhenReady, renderStandalone as renderPayload, type StandaloneView } from "./standalone";
 import { withToolbar } from "./toolbar";
 import type { BaseTraits, SaliencyTraits } from "./types";
@@ -49,6 +52,7 @@ const VIEWS: Record<string, ViewRenderer> = {
   calculator: (props) => renderCalculator(props as { model: AnyModel<CalculatorTraits>; el: HTMLElement }),
   neuron: (props) => renderNeuronView(props as { model: AnyModel<NeuronTraits>; el: HTMLElement }),
   alignment: (props) => renderAlignmentView(props as { model: AnyModel<AlignmentTraits>; el: HTMLElement }),
+  generation: (props) => renderGenerationView(props as { model: AnyModel<GenerationTraits>; el: HTMLElement }),
 };
 
 function render({ model, el }: RenderProps<BaseTraits>): Cleanup | void {
