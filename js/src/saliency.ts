@@ -16,6 +16,10 @@
  * - Click a token (or use the arrow keys) to set `selected_token`; clicking the
  *   selected token again clears it (-1). A change from Python highlights the
  *   token's column.
+ * - A sentence pair (similarity of two embeddings) draws the second text as a
+ *   second block under the first, the same method rows on the same colour
+ *   range per method (both sides explain one similarity); only the first
+ *   text's tokens are selectable.
  */
 import type { AnyModel } from "@anywidget/types";
 
@@ -30,7 +34,21 @@ import type { SaliencyTraits } from "./types";
 type Model = AnyModel<SaliencyTraits>;
 
 /** Traits whose change redraws the whole view. */
-const DATA_TRAITS = ["tokens", "methods", "summaries", "signed", "scores", "shape", "query_index", "scale"] as const;
+const DATA_TRAITS = [
+  "tokens",
+  "methods",
+  "summaries",
+  "signed",
+  "scores",
+  "shape",
+  "query_index",
+  "scale",
+  "pair_tokens",
+  "pair_scores",
+  "pair_shape",
+  "target_score",
+  "pooling",
+] as const;
 
 const SCALE_LABELS: Record<ScaleMode, string> = { words: "words", all: "all tokens" };
 
@@ -43,6 +61,8 @@ interface Drawn {
   matrix: Matrix;
   lines: HTMLElement;
   labelTemplate: HTMLElement;
+  /** The second text's grid (a similarity pair), or null. */
+  pair: { lines: HTMLElement; columns: HTMLElement[] } | null;
 }
 
 export function renderSaliency({ model, el }: { model: Model; el: HTMLElement }): () => void {
@@ -96,7 +116,7 @@ export function renderSaliency({ model, el }: { model: Model; el: HTMLElement })
   };
 
   const layout = (): void => {
-    if (drawn) placeLineLabels(drawn);
+    if (drawn) placeAllLabels(drawn);
   };
   const resizes = typeof ResizeObserver === "undefined" ? null : new ResizeObserver(layout);
 
@@ -108,7 +128,7 @@ export function renderSaliency({ model, el }: { model: Model; el: HTMLElement })
     scaleSelect.value = mode;
     try {
       drawn = build(model, body, scaleSelect, mode);
-      placeLineLabels(drawn);
+      placeAllLabels(drawn);
       resizes?.observe(drawn.lines);
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
@@ -125,7 +145,7 @@ export function renderSaliency({ model, el }: { model: Model; el: HTMLElement })
 
   const onClick = (event: MouseEvent): void => {
     const cell = (event.target as Element | null)?.closest?.(".attnw-tok") as HTMLElement | null;
-    if (!cell || !root.contains(cell)) return;
+    if (!cell || !root.contains(cell) || cell.classList.contains("attnw-pair")) return;
     const index = Number(cell.dataset.index);
     if (!Number.isInteger(index)) return;
     select(index === selected ? -1 : index);
@@ -219,13 +239,40 @@ function build(model: Model, body: HTMLElement, scaleSelect: HTMLSelectElement, 
     );
   }
 
-  const ranges = methods.map((_, i) => scoreRange(matrix.row(i), tokens, { signed: Boolean(signed[i]), mode, focus: query }));
+  const pairTokens = (model.get("pair_tokens") ?? []).map(String);
+  const pairMatrix = decodeMatrix(model.get("pair_scores"), model.get("pair_shape") ?? [0, 0], "pair_scores");
+  const hasPair = pairTokens.length > 0;
+  if (hasPair && (pairMatrix.rows !== methods.length || pairMatrix.cols !== pairTokens.length)) {
+    throw new RangeError(
+      `pair_scores have shape [${pairMatrix.rows}, ${pairMatrix.cols}] but there are ${methods.length} methods and ${pairTokens.length} tokens of the second text`,
+    );
+  }
+  const score = model.get("target_score");
+  if (hasPair) {
+    const pooling = model.get("pooling") ? `${model.get("pooling")}-pooled ` : "";
+    body.appendChild(
+      h("div", {
+        className: "attnw-caption attnw-saliency-similarity",
+        text: `Cosine similarity of the two texts' ${pooling}embeddings: ${score == null ? "?" : formatNumber(score)}. Each text's tokens are scored for it with the other text held fixed; both texts share each method's colours.`,
+      }),
+    );
+  }
+  // With a pair, each method's range covers both texts (indices n.. are the pair's).
+  const allTokens = hasPair ? [...tokens, ...pairTokens] : tokens;
+  const rowValues = (i: number): ArrayLike<number> => {
+    if (!hasPair) return matrix.row(i);
+    const both = new Float32Array(tokens.length + pairTokens.length);
+    both.set(matrix.row(i), 0);
+    both.set(pairMatrix.row(i), tokens.length);
+    return both;
+  };
+  const ranges = methods.map((_, i) => scoreRange(rowValues(i), allTokens, { signed: Boolean(signed[i]), mode, focus: query }));
   // The rows share tokens and query, so they leave out the same positions
   // (a row falls back to "all" only when its words are all 0).
   const shared = ranges.find((r) => r.covers === "words") ?? ranges[0];
   // Name the query's token: it is often [CLS] itself, or a word.
   const queryName = query >= 0 ? `the query (${tokens[query]})` : "the query";
-  const coverage = shared ? coverageText(shared, tokens, query, queryName) : "";
+  const coverage = shared ? coverageText(shared, allTokens, query, queryName) : "";
   const marks = shared && shared.excluded.length ? " (dashed outline: drawn but not in the range; hatched: beyond it)" : " (hatched: beyond the range)";
   body.appendChild(
     h("div", { className: "attnw-saliency-head" }, [
@@ -237,13 +284,58 @@ function build(model: Model, body: HTMLElement, scaleSelect: HTMLSelectElement, 
     h(
       "div",
       { className: "attnw-saliency-legends" },
-      methods.map((method, i) => legend(method, summaries[i] ?? "", coverageText(ranges[i]!, tokens, query, queryName), ranges[i]!)),
+      methods.map((method, i) => legend(method, summaries[i] ?? "", coverageText(ranges[i]!, allTokens, query, queryName), ranges[i]!)),
     ),
   );
 
-  const shown = tokens.map(displayToken);
   const cells: HTMLElement[][] = tokens.map(() => []);
   const columns: HTMLElement[] = [];
+  const lines = grid({ tokens, methods, matrix, ranges, offset: 0, query, cells, columns, pair: false });
+  const labelTemplate = h(
+    "div",
+    { className: "attnw-line-labels", attrs: { "aria-hidden": "true" } },
+    methods.map((method) => h("div", { className: "attnw-line-label", text: method })),
+  );
+  if (hasPair) body.appendChild(h("div", { className: "attnw-caption", text: "First text" }));
+  body.appendChild(h("div", { className: "attnw-scroll" }, [lines]));
+  let pair: Drawn["pair"] = null;
+  if (hasPair) {
+    const pairColumns: HTMLElement[] = [];
+    const pairCells: HTMLElement[][] = pairTokens.map(() => []);
+    const pairLines = grid({
+      tokens: pairTokens,
+      methods,
+      matrix: pairMatrix,
+      ranges,
+      offset: tokens.length,
+      query: -1,
+      cells: pairCells,
+      columns: pairColumns,
+      pair: true,
+    });
+    pairLines.classList.add("attnw-saliency-pair");
+    body.appendChild(h("div", { className: "attnw-caption", text: "Second text (text_pair)" }));
+    body.appendChild(h("div", { className: "attnw-scroll" }, [pairLines]));
+    pair = { lines: pairLines, columns: pairColumns };
+  }
+  return { cells, columns, tokens, methods, matrix, lines, labelTemplate, pair };
+}
+
+/** One text's wrapped token columns, one cell per method; `offset`: its index in the ranges. */
+function grid(g: {
+  tokens: string[];
+  methods: string[];
+  matrix: Matrix;
+  ranges: ScoreRange[];
+  offset: number;
+  query: number;
+  cells: HTMLElement[][];
+  columns: HTMLElement[];
+  pair: boolean;
+}): HTMLElement {
+  const { tokens, methods, matrix, ranges, offset, query } = g;
+  const shown = tokens.map(displayToken);
+  const which = g.pair ? "second text " : "";
   const lines = h("div", {
     className: "attnw-lines",
     attrs: { role: "grid", "aria-rowcount": methods.length, "aria-colcount": tokens.length },
@@ -255,9 +347,9 @@ function build(model: Model, body: HTMLElement, scaleSelect: HTMLSelectElement, 
       const range = ranges[i]!;
       const value = matrix.data[i * matrix.cols + j] as number;
       const background = range.scale.color(value);
-      const unscaled = range.excluded.includes(j);
+      const unscaled = range.excluded.includes(offset + j);
       const beyond = range.beyond(value);
-      let className = "attnw-tok";
+      let className = g.pair ? "attnw-tok attnw-pair" : "attnw-tok";
       if (j === query) className += " attnw-query";
       if (unscaled) className += " attnw-unscaled";
       if (beyond) className += " attnw-beyond";
@@ -269,23 +361,17 @@ function build(model: Model, body: HTMLElement, scaleSelect: HTMLSelectElement, 
           role: "gridcell",
           "data-index": j,
           "data-method": method,
-          title: `${method} · #${j} ${JSON.stringify(tokens[j])} · score ${formatNumber(value)}${notes.length ? ` (${notes.join("; ")})` : ""}`,
+          title: `${method} · ${which}#${j} ${JSON.stringify(tokens[j])} · score ${formatNumber(value)}${notes.length ? ` (${notes.join("; ")})` : ""}`,
         },
         style: { "background-color": css(background), color: css(textColorFor(background)) },
       });
-      cells[j]!.push(cell);
+      g.cells[j]!.push(cell);
       column.appendChild(cell);
     }
-    columns.push(column);
+    g.columns.push(column);
     lines.appendChild(column);
   }
-  const labelTemplate = h(
-    "div",
-    { className: "attnw-line-labels", attrs: { "aria-hidden": "true" } },
-    methods.map((method) => h("div", { className: "attnw-line-label", text: method })),
-  );
-  body.appendChild(h("div", { className: "attnw-scroll" }, [lines]));
-  return { cells, columns, tokens, methods, matrix, lines, labelTemplate };
+  return lines;
 }
 
 /** One method's legend: name, colour bar and the range it covers. */
@@ -311,13 +397,18 @@ function legend(method: string, summary: string, coverage: string, range: ScoreR
   );
 }
 
+/** Line labels for the first text's grid and, with a pair, the second's. */
+function placeAllLabels(d: Drawn): void {
+  placeLineLabels(d.lines, d.columns, d.labelTemplate);
+  if (d.pair) placeLineLabels(d.pair.lines, d.pair.columns, d.labelTemplate);
+}
+
 /**
  * Put a copy of the method names at the start of every wrapped line. The
  * lines reserve the labels' width on the left (padding), so the copies are
  * absolutely placed and never move a line break; run again on resize.
  */
-function placeLineLabels(d: Drawn): void {
-  const { lines, columns, labelTemplate } = d;
+function placeLineLabels(lines: HTMLElement, columns: HTMLElement[], labelTemplate: HTMLElement): void {
   for (const old of Array.from(lines.querySelectorAll(":scope > .attnw-line-labels"))) old.remove();
   if (columns.length === 0) return;
   lines.appendChild(labelTemplate);

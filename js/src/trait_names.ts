@@ -22,7 +22,8 @@ type Names<T> = Record<keyof T, true>;
 
 const saliency: Names<SaliencyTraits> = {
   _view: true, tokens: true, methods: true, summaries: true, signed: true, scores: true, shape: true,
-  query_index: true, scale: true, selected_token: true,
+  query_index: true, scale: true, selected_token: true, pair_tokens: true, pair_scores: true, pair_shape: true,
+  target_score: true, pooling: true,
 };
 
 // Typed, so a name AttentionTraits lacks fails here (a spread below would hide it).

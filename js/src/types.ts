@@ -48,4 +48,14 @@ export interface SaliencyTraits extends BaseTraits {
   scale: "words" | "all";
   /** The selected token column, -1 for none. Synced both ways. */
   selected_token: number;
+  /** p tokens of the second text of a similarity explanation ([] otherwise). */
+  pair_tokens: string[];
+  /** float32 (m, p): the second text's scores, same method rows. */
+  pair_scores: Binary | null;
+  /** [m, p] ([0, 0] without a pair). */
+  pair_shape: number[];
+  /** The explained scalar: the similarity of the pair, or the target logit; null if unknown. */
+  target_score: number | null;
+  /** "mean" or "cls" for a bare encoder's embeddings, else "". */
+  pooling: string;
 }
