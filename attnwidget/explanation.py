@@ -290,6 +290,31 @@ class Explanation:
         out = upsample(patches, int(self.patch_size), target)
         return min_max(out) if normalize else out
 
+    def pair_explanation(self) -> Explanation:
+        """The second text of a similarity explanation as an Explanation of its own.
+
+        Its tokens, attention, ``pair_scores`` as ``scores`` and ``pair_details``
+        as ``details``, the same ``target_score``: for every view that shows one
+        text (HeadView, FlowView, ...). Raises ValueError without a pair.
+        """
+        if self.pair_tokens is None or self.pair_attentions is None:
+            raise ValueError(
+                "this explanation has no second text; pair_explanation() is for "
+                'explain(encoder, tokenizer, text, text_pair=..., target="similarity").'
+            )
+        return Explanation(
+            tokens=list(self.pair_tokens),
+            attentions=self.pair_attentions,
+            query_index=self.query_index,
+            scores=dict(self.pair_scores),
+            target=self.target,
+            kind=self.kind,
+            details=dict(self.pair_details),
+            method_options=dict(self.method_options),
+            target_score=self.target_score,
+            pooling=self.pooling,
+        )
+
     def top_tokens(self, method: str, k: int = 5) -> list[tuple[str, float]]:
         """The k highest-scored tokens of ``method`` as (token, score) pairs."""
         scores = self.scores[method]

