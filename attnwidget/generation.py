@@ -153,6 +153,14 @@ def explain_generation(
             text); None uses torch's global generator.
         readable_tokens: strip tokenizer markers (``Ġ``, ``##``, ``▁``).
 
+    Every step keeps its own attention and attention gradients, as
+    :func:`attnwidget.explain` with ``keep="all"`` does: T steps of an
+    L-layer, H-head model over prefixes of up to N tokens hold about
+    2·T·L·H·N² float32 values, and each gradient batch runs
+    :data:`attnwidget.capture.generation.STEP_BATCH` copies of the sequence
+    at once. For long prompts or large models explain fewer steps (force a
+    shorter ``generated``) or call ``explain`` on the steps of interest.
+
     Returns:
         A :class:`GenerationExplanation`.
 

@@ -226,3 +226,21 @@ def test_bad_input_is_refused_with_the_fix() -> None:
     with pytest.raises(InputError, match="out of range"):
         gexp.step(2)
     assert gexp.step(-1) is gexp.steps[1]
+
+
+def test_every_registered_method_equals_per_step_explain() -> None:
+    """Methods that re-run the model (blank-out, IG, LRP) or read head values, too."""
+    model, tok = _built("gpt2-lm")
+    names = [m for m in attnwidget.available_methods() if m not in attnwidget.DEFAULT_METHODS]
+    options = {"integrated_gradients": {"steps": 16}}
+    gexp = explain_generation(
+        model, tok, PROMPT, generated=" cabinet", methods=names, method_options=options
+    )
+    assert len(gexp) >= 2
+    for t in range(len(gexp)):
+        text = tok.decode([*gexp.prompt_ids, *gexp.generated_ids[:t]])
+        target = int(gexp.generated_ids[t])
+        want = explain(model, tok, text, target=target, methods=names, method_options=options)
+        assert list(want.input_ids) == list(gexp.step(t).input_ids)
+        for name in names:
+            _close(gexp.step(t).scores[name], want.scores[name])
