@@ -4,7 +4,7 @@
  * token to the generated token, FlowView's widths and opacities). Text goes
  * in as textContent only.
  */
-import { headColor } from "./colors";
+import { css, PUOR } from "./colors";
 import { displayToken, h } from "./dom";
 import { formatNumber } from "./format";
 import { cellColor, flowLines, rowScale, type Grid } from "./generation_state";
@@ -84,8 +84,9 @@ export function flowDiagram(grid: Grid, t: number, target: string): SVGSVGElemen
   const y = new Map<number, number>();
   seen.forEach((j, k) => y.set(j, 4 + ROW * k + ROW / 2));
   const targetY = height / 2;
-  const positive = headColor(5);
-  const negative = headColor(4);
+  // The ends of the heat map's diverging map: orange positive, purple negative.
+  const positive = css(PUOR[9] ?? [179, 88, 6]);
+  const negative = css(PUOR[1] ?? [84, 39, 136]);
   for (const line of flowLines(row)) {
     root.appendChild(
       svg("line", {

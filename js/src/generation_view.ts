@@ -37,10 +37,14 @@ export function renderGenerationView({ model, el }: { model: Model; el: HTMLElem
   });
   const caption = h("div", { className: "attnw-caption attnw-gen-caption" });
   const controls = h("div", { className: "attnw-gen-controls" });
+  const note = h("div", {
+    className: "attnw-gen-note",
+    text: "Each row is coloured by its own largest |score|; hatched cells are positions a step had not generated yet.",
+  });
   const body = h("div", { className: "attnw-scroll attnw-gen-body" });
   const detail = h("div", { className: "attnw-gen-detail" });
   const status = h("div", { className: "attnw-status attnw-gen-status", attrs: { "aria-live": "polite" } });
-  root.append(styleElement(baseStyles), styleElement(styles), caption, controls, body, detail, status);
+  root.append(styleElement(baseStyles), styleElement(styles), caption, controls, note, body, detail, status);
   el.appendChild(root);
 
   let data: GenerationData | null = null;
