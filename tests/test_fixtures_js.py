@@ -34,6 +34,7 @@ from attnwidget.views import (
     Annotator,
     AttentionCalculator,
     FlowView,
+    GenerationView,
     HeadView,
     ImageView,
     ModelView,
@@ -155,6 +156,7 @@ def traits_fixture() -> dict[str, list[str]]:
         "calculator": AttentionCalculator,
         "neuron": NeuronView,
         "alignment": AlignmentView,
+        "generation": GenerationView,
     }
     return {
         name: sorted(t for t in cls.class_trait_names(sync=True) if t not in _MACHINERY)

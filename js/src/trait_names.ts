@@ -14,6 +14,7 @@ import type { CalculatorTraits } from "./calculator_types";
 import type { EvaluationTraits } from "./evaluation_types";
 import type { ComputeRequest, ErrorReply, LayerReply, LayerRequest, PathsReply, ProgressReply, StaleReply } from "./flow_messages";
 import type { FlowTraits } from "./flow_types";
+import type { GenerationTraits } from "./generation_types";
 import type { ImageTraits } from "./image_types";
 import type { NeuronTraits } from "./neuron_types";
 import type { SaliencyTraits } from "./types";
@@ -80,9 +81,15 @@ const alignment: Names<AlignmentTraits> = {
   selected_output: true, selected_input: true,
 };
 
+const generation: Names<GenerationTraits> = {
+  _view: true, columns: true, prompt_length: true, generated_tokens: true, prefix_lengths: true, words: true,
+  word_labels: true, methods: true, signed: true, scores: true, shape: true, caption: true, method: true,
+  selected_step: true, aggregate: true,
+};
+
 /** Trait names per `_view` value, sorted. */
 export const TRAIT_NAMES: Record<string, string[]> = Object.fromEntries(
-  Object.entries({ saliency, head, model, flow, image, evaluation, annotator, calculator, neuron, alignment }).map(([view, names]) => [view, Object.keys(names).sort()]),
+  Object.entries({ saliency, head, model, flow, image, evaluation, annotator, calculator, neuron, alignment, generation }).map(([view, names]) => [view, Object.keys(names).sort()]),
 );
 
 const compute: Names<ComputeRequest> = { type: true, id: true, version: true, method: true, layer: true, token: true };
