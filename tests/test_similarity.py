@@ -177,6 +177,50 @@ def test_lrp_conserves_the_similarity_at_the_last_layer() -> None:
         assert all(np.isfinite(scores[name]).all() for name in ("lrp", "chefer2021"))
 
 
+def test_chefer2021_starts_with_alpha_beta_on_the_pooled_dot_product() -> None:
+    """The relevance handed to the last hidden states, for the paper's rules: with the
+    norm held, s = Σ h_ik w_ik (w_ik = v̂_k / (n‖p‖)), and α1β0 gives each term's
+    positive part (same-signed h and w) its share of a unit relevance."""
+    from contextlib import nullcontext
+
+    from attnwidget.capture.record import ModelCall, SimilarityTarget
+    from attnwidget.relevance.chefer import CheferRecorder
+    from attnwidget.relevance.similarity import SimilarityScore
+
+    model, tok = tiny_bert()
+    ids, other_ids = ids_of(tok, A), ids_of(tok, B)
+    with torch.no_grad():
+        other = pooled(model, model.embeddings.word_embeddings(other_ids), other_ids, "mean")
+    kwargs = {"attention_mask": torch.ones_like(ids)}
+    call = ModelCall(
+        model, "embedding", kwargs, 0, 0, ids[0].tolist(), SimilarityTarget(other, "mean")
+    )
+    seen: dict[str, torch.Tensor] = {}
+
+    def keep(_module, _args, out) -> None:
+        seen["h"] = out.last_hidden_state.detach()[0].double()
+
+        def relevance(grad: torch.Tensor) -> None:
+            seen["r"] = grad[0].double()
+
+        out.last_hidden_state.register_hook(relevance)
+
+    handle = model.register_forward_hook(keep)
+    try:
+        run = SimilarityScore(call).rerun(lambda _model: nullcontext(CheferRecorder()))
+    finally:
+        handle.remove()
+    h = seen["h"]
+    p = h.mean(dim=0)
+    w = (other.double() / other.double().norm())[None, :] / (h.shape[0] * p.norm())
+    terms = h * w
+    positive = torch.where((h > 0) == (w > 0), terms, torch.zeros_like(terms)).clamp(min=0)
+    np.testing.assert_allclose(seen["r"].numpy(), (positive / positive.sum()).numpy(), atol=1e-6)
+    assert run.value == pytest.approx(
+        float(torch.nn.functional.cosine_similarity(p, other.double(), dim=0)), abs=1e-5
+    )
+
+
 def test_swapping_the_texts_swaps_the_scores() -> None:
     model, tok = tiny_bert()
     methods = ["raw", "flow", "grad_attention", "input_x_gradient", "integrated_gradients"]
