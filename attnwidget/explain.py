@@ -66,8 +66,10 @@ def explain(
 
     Args:
         model: a Hugging Face model with a head: sequence classifier, masked
-            LM, causal LM or encoder–decoder LM. Any device and dtype; methods
-            compute in float32 and return numpy.
+            LM, causal LM or encoder–decoder LM; or a bare encoder
+            (``AutoModel``) for sentence embeddings (see ``target`` and
+            ``pooling``). Any device and dtype; methods compute in float32 and
+            return numpy.
         tokenizer: its tokenizer.
         text: one text, or a list of texts (returns a list of explanations;
             inputs are batched by length, so no padding enters any score).

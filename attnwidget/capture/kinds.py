@@ -50,7 +50,9 @@ def model_kind(model: Any) -> str:
         f"{type(model).__name__} has no head that scores a target, so there is nothing to "
         "explain. Load the model with a head: AutoModelForSequenceClassification (classifiers), "
         "AutoModelForMaskedLM, AutoModelForCausalLM, AutoModelForSeq2SeqLM, or "
-        "AutoModelForImageClassification for Vision Transformers."
+        "AutoModelForImageClassification for Vision Transformers. A bare text encoder's "
+        "sentence embeddings are explained by attnwidget.explain(model, tokenizer, text, "
+        "text_pair=other, target='similarity')."
     )
 
 
