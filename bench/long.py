@@ -18,8 +18,12 @@ measurement's allocations never hide another's:
   probabilities needs);
 * ``explain``: ``attnwidget.explain(model, tokenizer, text,
   methods=["raw", "rollout", "grad_attention", "input_x_gradient"])`` with
-  the default ``keep`` (``"rows"`` at these sizes for these methods), and
-  ``explain-all`` with ``keep="all"`` (the pre-``keep`` behaviour; only up to
+  the default ``keep`` ("all" up to 1,024 tokens here, "rows" above): for
+  "rows" the model runs with sdpa and each layer's attention is recomputed
+  in row blocks during the backward pass (:mod:`attnwidget.capture.recompute`);
+* ``explain-eager``: the same with that path switched off, so the model runs
+  with eager attention and tensor hooks reduce each layer's maps;
+* ``explain-all``: ``keep="all"`` (the behaviour before ``keep``; only up to
   ``--all-max`` tokens, it needs ~24·L·H·n² bytes).
 
 Peak memory is the child's peak resident set (``ru_maxrss``) minus its
@@ -46,7 +50,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from explain import word_tokenizer
 
 METHODS = ["raw", "rollout", "grad_attention", "input_x_gradient"]
-CASES = ("sdpa", "eager", "explain", "explain-all")
+CASES = ("sdpa", "eager", "explain", "explain-eager", "explain-all")
 
 
 def build(attn: str | None, vocab: int, n: int, device: str, dtype: torch.dtype):
@@ -80,7 +84,9 @@ def plain(model, tokenizer, text: str) -> None:
     device = next(model.parameters()).device
     ids = torch.tensor([tokenizer(text)["input_ids"]], device=device)
     embeds = model.get_input_embeddings()(ids).detach().requires_grad_(True)
-    logits = model(inputs_embeds=embeds).logits[0, -1]
+    # Only the last row is kept (explain keeps the query row): the (n, V) logits
+    # are freed before the backward pass in both.
+    logits = model(inputs_embeds=embeds).logits[0, -1].clone()
     target = logits.detach().argmax()
     (grad,) = torch.autograd.grad(logits[target], [embeds])
     assert torch.isfinite(grad).all()
@@ -100,6 +106,10 @@ def child(case: str, n: int, args: argparse.Namespace) -> dict:
     model, tokenizer = build(attn, args.vocab, n, args.device, dtype)
     for param in model.parameters():
         param.requires_grad_(False)
+    if case == "explain-eager":  # the eager-attention path with the same keep
+        from attnwidget.capture import recompute
+
+        recompute.ENABLED = False
     if case.startswith("explain"):
         keep = "all" if case == "explain-all" else None
 
@@ -118,18 +128,19 @@ def child(case: str, n: int, args: argparse.Namespace) -> dict:
         torch.cuda.reset_peak_memory_stats()
         base_gpu = torch.cuda.memory_allocated()
     base = current_rss()
-    best, kept = float("inf"), None
+    best, cpu, kept = float("inf"), float("inf"), None
     for _ in range(args.repeats if n <= 1024 else 1):
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         result = run(text)
         if cuda:
             torch.cuda.synchronize()
         best = min(best, time.perf_counter() - start)
+        cpu = min(cpu, time.process_time() - start_cpu)
         if result is not None:
             kept = result.keep
         del result
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - base
-    out = {"case": case, "n": n, "seconds": best, "peak_bytes": peak, "keep": kept}
+    out = {"case": case, "n": n, "seconds": best, "cpu": cpu, "peak_bytes": peak, "keep": kept}
     if cuda:
         out["gpu_peak_bytes"] = torch.cuda.max_memory_allocated() - base_gpu
     return out
@@ -163,7 +174,7 @@ def main() -> None:
     mib = 2**20
     gpu = args.device.startswith("cuda")
     print(f"# {args.device} {args.dtype}, {args.threads} threads, vocab {args.vocab}")
-    header = "n\tcase\tkeep\tseconds\tpeak MiB" + ("\tGPU peak MiB" if gpu else "")
+    header = "n\tcase\tkeep\tseconds\tCPU s\tpeak MiB" + ("\tGPU peak MiB" if gpu else "")
     print(header + "\tpeak/sdpa\tpeak/eager\ttime/sdpa\ttime/eager")
     for n in args.sizes:
         rows = {}
@@ -185,6 +196,7 @@ def main() -> None:
                 ok = "seconds" in base and case.startswith("explain")
                 ratios.append(f"{row['seconds'] / base['seconds']:.2f}" if ok else "")
             cells = [str(n), case, str(row["keep"] or ""), f"{row['seconds']:.3f}"]
+            cells.append(f"{row['cpu']:.3f}")
             cells.append(f"{row['peak_bytes'] / mib:.0f}")
             if gpu:
                 cells.append(f"{row['gpu_peak_bytes'] / mib:.0f}")

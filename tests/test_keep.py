@@ -14,6 +14,7 @@ from tiny_models import build
 
 import attnwidget
 from attnwidget import demo, explain
+from attnwidget.capture import attention_implementation, recompute
 from attnwidget.capture import keep as keep_module
 from attnwidget.errors import InputError
 
@@ -30,6 +31,8 @@ def _one_thread():
 
 
 def _model(name: str):
+    if name == "llama-lm-eager":
+        name = "llama-lm"
     if name == "sva-encoder":
         model, tokenizer = demo.load("sva-encoder")
         return model, tokenizer, "the keys to the cabinet"
@@ -79,9 +82,22 @@ def _check(exp, full, options) -> None:
     )
 
 
-@pytest.mark.parametrize("name", ["llama-lm", "bert-cls", "sva-encoder"])
-def test_fused_and_rows_give_the_scores_of_all(name):
+@pytest.mark.parametrize("name", ["llama-lm", "llama-lm-eager", "bert-cls", "sva-encoder"])
+def test_fused_and_rows_give_the_scores_of_all(name, monkeypatch):
+    """Llama runs with sdpa and recomputed attention ("-eager": eager attention and hooks)."""
+    monkeypatch.setattr(keep_module, "CHUNK_FLOATS", 500)  # several row blocks per layer
+    blocks = []
+    monkeypatch.setattr(recompute, "ENABLED", name != "llama-lm-eager")
+    original = recompute.RecomputeReducer._blocks
+
+    def counted(self, held, grad):
+        for block in original(self, held, grad):
+            blocks.append(block[:2])
+            yield block
+
+    monkeypatch.setattr(recompute.RecomputeReducer, "_blocks", counted)
     model, tokenizer, text = _model(name)
+    before = attention_implementation(model)
     variant = {
         "raw": {"layer": 0, "head": 1},
         "rollout": {"layer": 0, "residual": False},
@@ -100,6 +116,11 @@ def test_fused_and_rows_give_the_scores_of_all(name):
             np.testing.assert_allclose(exp.attention_rows, full.attentions[:, :, q, :], atol=1e-7)
             assert exp.num_layers == full.num_layers and exp.num_heads == full.num_heads
         _check(full, full, options)
+    assert attention_implementation(model) == before
+    if name == "llama-lm":  # 500 // (1 example · 4 heads · n tokens) = 4 rows per block
+        assert blocks[:2] == [(0, 4), (4, 8)]
+    else:
+        assert not blocks
     fused = explain(model, tokenizer, text, methods=["raw"], keep="fused")
     np.testing.assert_allclose(
         fused.fused_attentions, full.attentions.mean(axis=1), rtol=1e-5, atol=1e-7

@@ -60,6 +60,16 @@ def default_keep(layers: int, heads: int, n: int, smallest: str) -> str:
     return "all" if layers * heads * n * n <= DEFAULT_KEEP_LIMIT else smallest
 
 
+#: Rows reduced at once: about this many floats per (B, H, rows, n) temporary.
+CHUNK_FLOATS = 2**23
+
+
+def row_spans(batch: int, heads: int, n: int) -> list[tuple[int, int]]:
+    """Row ranges [start, stop) so that a (batch, heads, rows, n) block stays small."""
+    size = max(1, CHUNK_FLOATS // max(1, batch * heads * n))
+    return [(i, min(i + size, n)) for i in range(0, n, size)]
+
+
 class LayerReducer:
     """Reduce each layer's (B, H, n, n) attention and its gradient as backward reaches it.
 
@@ -68,28 +78,49 @@ class LayerReducer:
     positions (one-hot at the query row; an encoder–decoder query's
     cross-attention weights). Use as a context manager around the backward
     pass; :meth:`results` gives numpy arrays per example afterwards.
+    Subclasses (:class:`attnwidget.capture.recompute.RecomputeReducer`) hold
+    something else per layer and override :meth:`_blocks`.
     """
 
-    def __init__(self, keep: str, attentions: Sequence[torch.Tensor], starts: torch.Tensor):
+    def __init__(
+        self,
+        keep: str,
+        attentions: Sequence[torch.Tensor],
+        starts: torch.Tensor | None,
+        *,
+        shape: tuple[int, int, int, int] | None = None,
+    ):
         self.keep = keep
-        self.layers = len(attentions)
-        batch, heads, n, _ = attentions[0].shape
-        self._held: list[torch.Tensor | None] = [a.detach() for a in attentions]
+        batch, self.layers, heads, n = shape or (
+            attentions[0].shape[0],
+            len(attentions),
+            *attentions[0].shape[1:3],
+        )
+        self.heads, self.n = heads, n
+        self._held: list[Any] = [a.detach() for a in attentions] or [None] * self.layers
         self._parked: dict[int, torch.Tensor | None] = {}
         self._next = self.layers - 1
         self._bad: str | None = None
         self._handles: list[Any] = []
         self._attentions = attentions
-        self.starts = starts.detach().float()
         self.full: list[np.ndarray | None] = [None] * self.layers
         self.full_grads: list[np.ndarray | None] = [None] * self.layers
-        shape = (batch, self.layers)
-        self.fused = np.zeros((*shape, n, n), dtype=np.float32) if keep == "fused" else None
-        self.rows = np.zeros((*shape, heads, n), dtype=np.float32)
-        self.grad_rows = np.zeros((*shape, n), dtype=np.float32)
+        shape2 = (batch, self.layers)
+        self.fused = np.zeros((*shape2, n, n), dtype=np.float32) if keep == "fused" else None
+        self.rows = np.zeros((*shape2, heads, n), dtype=np.float32)
+        self.grad_rows = np.zeros((*shape2, n), dtype=np.float32)
         self.rollout_rows = np.zeros((batch, 2, self.layers, n), dtype=np.float32)
-        self._grad_vector = self.starts.clone()
         self._rollout = torch.zeros(batch, 2, self.layers, n, dtype=torch.float32)
+        if starts is not None:
+            self.set_starts(starts)
+
+    #: True when :meth:`_blocks` yields gradients the reducer may overwrite.
+    _scratch_grads = False
+
+    def set_starts(self, starts: torch.Tensor) -> None:
+        """(B, n) the queries, needed before the backward pass reaches the first layer."""
+        self.starts = starts.detach().float()
+        self._grad_vector = self.starts.clone()
 
     def __enter__(self) -> LayerReducer:
         for layer, attention in enumerate(self._attentions):
@@ -123,57 +154,90 @@ class LayerReducer:
         while self._next in self._parked:
             layer = self._next
             grad = self._parked.pop(layer)
-            attention = self._held[layer]
+            held = self._held[layer]
             self._held[layer] = None
-            self._reduce(layer, attention, grad)
+            with torch.no_grad():
+                self._reduce(layer, held, grad)
             self._next -= 1
 
-    def _reduce(self, layer: int, attention: torch.Tensor, grad: torch.Tensor | None) -> None:
-        with torch.no_grad():
-            a = attention.float()
-            g = torch.zeros_like(a) if grad is None else grad.float()
-            if self._bad is None and not (bool(torch.isfinite(a).all())):
-                self._bad = "attention"
-            if self._bad is None and not (bool(torch.isfinite(g).all())):
-                self._bad = "attention gradient"
-            if self.keep == "all":
-                self.full[layer] = a.cpu().numpy()
-                self.full_grads[layer] = g.cpu().numpy()
-                return
-            starts = self.starts.to(a.device)
-            # Query rows of every head: starts @ A[h]  (B, H, n).
-            self.rows[:, layer] = (starts[:, None, None, :] @ a).squeeze(2).cpu().numpy()
-            fused = a.mean(dim=1)  # (B, n, n)
-            if self.fused is not None:
-                self.fused[:, layer] = fused.cpu().numpy()
-            self._rollout_step(layer, fused, starts)
-            weighted = torch.zeros_like(fused)
-            for head in range(a.shape[1]):  # one (B, n, n) temporary at a time
-                weighted += (g[:, head] * a[:, head]).clamp_(min=0.0)
-            weighted /= a.shape[1]
-            vector = self._grad_vector.to(a.device)
-            vector = vector + (vector[:, None, :] @ weighted).squeeze(1)
-            self._grad_vector = vector
-            self.grad_rows[:, layer] = vector.cpu().numpy()
+    def _blocks(self, held: Any, grad: torch.Tensor | None) -> Any:
+        """Yield ``(start, stop, A[:, :, start:stop, :w], dA[…])`` in float32.
 
-    def _rollout_step(self, layer: int, fused: torch.Tensor, starts: torch.Tensor) -> None:
-        """``U[k] ← U[k]·Â_layer`` for every top layer k ≥ layer; U[layer] starts at the query.
+        The columns from w on are all zero in these rows (a causal model's
+        future keys); here w = n.
+        """
+        a = held.float()
+        g = torch.zeros_like(a) if grad is None else grad.float()
+        for start, stop in row_spans(a.shape[0], a.shape[1], a.shape[-1]):
+            yield start, stop, a[:, :, start:stop], g[:, :, start:stop]
+
+    def _note(self, a: torch.Tensor, g: torch.Tensor) -> None:
+        if self._bad is None and not bool(torch.isfinite(a).all()):
+            self._bad = "attention"
+        if self._bad is None and not bool(torch.isfinite(g).all()):
+            self._bad = "attention gradient"
+
+    def _reduce(self, layer: int, held: Any, grad: torch.Tensor | None) -> None:
+        if self.keep == "all":
+            a = held.float()
+            g = torch.zeros_like(a) if grad is None else grad.float()
+            self._note(a, g)
+            self.full[layer] = a.cpu().numpy()
+            self.full_grads[layer] = g.cpu().numpy()
+            return
+        starts = self.starts
+        rollout = self._rollout.to(starts.device)
+        rollout[:, :, layer] = starts[:, None, :]
+        tops = rollout[:, :, layer:]  # (B, 2, K, n): U[k] for every top layer k ≥ layer
+        stepped = torch.zeros_like(tops)
+        rows = torch.zeros(starts.shape[0], self.heads, self.n, device=starts.device)
+        gained = torch.zeros_like(starts)
+        for start, stop, a, g in self._blocks(held, grad):
+            span, width = slice(start, stop), a.shape[-1]
+            # Query rows of every head: starts @ A[h]  (B, H, n).
+            if bool(starts[:, span].any()):  # one block for a one-hot query
+                rows[..., :width] += (starts[:, None, None, span] @ a).squeeze(2)
+            fused = a.mean(dim=1)  # (B, c, w)
+            if self.fused is not None:
+                self.fused[:, layer, span, :width] = fused.cpu().numpy()
+            self._rollout_block(tops, stepped, fused, span)
+            # Ā rows: mean over heads of (∂y/∂A ⊙ A)⁺ (Chefer et al. 2021), (B, c, w).
+            product = g.mul_(a) if self._scratch_grads else torch.mul(g, a)
+            weighted = product.clamp_(min=0.0).mean(dim=1)
+            gained[:, :width] += (self._grad_vector[:, None, span] @ weighted).squeeze(1)
+        # NaN/inf anywhere in A or dA reaches these sums (a matrix product with a
+        # NaN is NaN even where it is multiplied by 0), so they are what is checked.
+        self._note(rows, stepped)
+        self._note(stepped, gained)
+        self.rows[:, layer] = rows.cpu().numpy()
+        rollout[:, :, layer:] = stepped
+        self._rollout = rollout
+        self.rollout_rows[:, :, layer:] = stepped.cpu().numpy()
+        # Chefer et al.: R ← R + Ā_l·R, read from the query: v ← v·(I + Ā_l).
+        self._grad_vector = self._grad_vector + gained
+        self.grad_rows[:, layer] = self._grad_vector.cpu().numpy()
+
+    @staticmethod
+    def _rollout_block(
+        tops: torch.Tensor, stepped: torch.Tensor, fused: torch.Tensor, span: slice
+    ) -> None:
+        """Add rows ``span`` of ``U·Â`` to ``stepped`` (Abnar & Zuidema 2020).
 
         ``Â = D⁻¹(0.5·W + 0.5·I)`` with D its row sums (residual, index 0) or
         ``D⁻¹W`` (no residual, index 1), as :func:`~attnwidget.methods._graph.add_residual`,
-        applied without forming the n×n matrix: ``u·Â = 0.5·(u/d)·W + 0.5·(u/d)``.
+        applied without forming the n×n matrix: ``u·Â = 0.5·(u/d)·W + 0.5·(u/d)``;
+        a row of W is only needed for the entries of u it multiplies.
         """
-        rollout = self._rollout.to(fused.device)
-        rollout[:, :, layer] = starts[:, None, :]
-        sums = fused.sum(dim=-1)  # (B, n)
+        sums, width = fused.sum(dim=-1), fused.shape[-1]  # (B, c); columns ≥ w are 0
         for index, residual in enumerate((True, False)):
-            u = rollout[:, index, layer:]  # (B, k, n)
-            d = 0.5 * sums + 0.5 if residual else sums
-            scaled = torch.where(d[:, None, :] > 0, u / d.clamp(min=1e-30)[:, None, :], 0.0)
-            step = scaled @ fused
-            rollout[:, index, layer:] = 0.5 * step + 0.5 * scaled if residual else step
-        self._rollout = rollout
-        self.rollout_rows[:, :, layer:] = rollout[:, :, layer:].cpu().numpy()
+            d = (0.5 * sums + 0.5 if residual else sums)[:, None, :]
+            u = tops[:, index, :, span]  # (B, K, c)
+            scaled = torch.where(d > 0, u / d.clamp(min=1e-30), 0.0)
+            if residual:
+                stepped[:, index, :, :width] += 0.5 * (scaled @ fused)
+                stepped[:, index, :, span] += 0.5 * scaled
+            else:
+                stepped[:, index, :, :width] += scaled @ fused
 
     def check_finite(self) -> None:
         if self._bad is not None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,8 +20,10 @@ import numpy as np
 import torch
 
 from ..errors import InputError, ModelNotSupportedError, NonFiniteError
+from . import recompute
 from .keep import LayerReducer, default_keep
 from .kinds import CAUSAL_LM, ENCODER, ENCODER_DECODER, MASKED_LM
+from .recompute import RecomputeReducer
 from .record import AttentionRecord, ModelCall
 from .state import autograd_on
 from .targets import resolve_query_index, resolve_target
@@ -190,6 +193,19 @@ def _to_numpy(tensor: torch.Tensor | None) -> np.ndarray:
     return tensor.detach().float().cpu().numpy()
 
 
+def _recomputing(
+    model: Any, kind: str, keep: str | None, smallest: str, batch: int, n: int
+) -> RecomputeReducer | None:
+    """The sdpa-and-recompute reducer (:mod:`.recompute`) when it applies, else None."""
+    if not recompute.ENABLED:
+        return None
+    layouts = recompute.recompute_layouts(model, kind, n)
+    if layouts is None:
+        return None
+    mode = keep or default_keep(len(layouts), layouts[0].heads, n, smallest)
+    return None if mode == "all" else RecomputeReducer(mode, layouts, batch, n)
+
+
 def _starts(
     query_rows: list[int], n: int, cross_attn: np.ndarray | None, device: torch.device
 ) -> torch.Tensor:
@@ -232,11 +248,14 @@ def _capture_group(
             embeds = embedding_layer(ids)
         embeds = embeds.detach().requires_grad_(True)
         layouts = value_layouts(model) if values else []
-        with ValueRecorder(layouts) as recorder:
+        n = ids.shape[1]
+        # keep="fused"/"rows" on a Llama-style causal LM: sdpa, attention recomputed.
+        fast = None if values else _recomputing(model, kind, keep, smallest_keep, len(batch), n)
+        with ValueRecorder(layouts) as recorder, fast.recording(model) if fast else nullcontext():
             outputs = model(
-                inputs_embeds=embeds, output_attentions=True, return_dict=True, **kwargs
+                inputs_embeds=embeds, output_attentions=fast is None, return_dict=True, **kwargs
             )
-        self_attn = _self_attentions(outputs, kind)
+        self_attn = () if fast else _self_attentions(outputs, kind)
         if values:
             value_layouts(model, len(self_attn))  # as many layouts as attention maps
         # Only the first head of the first layer is read (a causal backbone's test).
@@ -244,7 +263,6 @@ def _capture_group(
             self_attn[0][:, :1].detach().float().cpu().numpy() if kind == ENCODER else None
         )
 
-        n = ids.shape[1]
         decoder_length = len(batch[0].decoder_ids or ())
         query_rows, target_ids, labels, default_rows = [], [], [], []
         logits = outputs.logits
@@ -281,8 +299,13 @@ def _capture_group(
         if kind == ENCODER_DECODER:
             decoder_attn = np.stack([_to_numpy(a) for a in outputs.decoder_attentions], axis=1)
             cross_attn = np.stack([_to_numpy(a) for a in outputs.cross_attentions], axis=1)
-        mode = keep or default_keep(len(self_attn), self_attn[0].shape[1], n, smallest_keep)
-        reducer = LayerReducer(mode, self_attn, _starts(query_rows, n, cross_attn, device))
+        starts = _starts(query_rows, n, cross_attn, device)
+        if fast is None:
+            mode = keep or default_keep(len(self_attn), self_attn[0].shape[1], n, smallest_keep)
+            reducer = LayerReducer(mode, self_attn, starts)
+        else:
+            mode, reducer = fast.keep, fast
+            reducer.set_starts(starts)
         # From here the hooks hold the only references to the attention maps
         # (autograd keeps what the backward pass needs and frees it as it goes).
         del self_attn, outputs, logits, first_layer
