@@ -97,62 +97,79 @@ def current_rss() -> int:
     return pages * resource.getpagesize()
 
 
-def child(case: str, n: int, args: argparse.Namespace) -> dict:
+def runner(case: str, n: int, args: argparse.Namespace):
+    """A callable running ``case`` once on a text, with its model built (seed 0)."""
     import attnwidget
+    from attnwidget.capture import recompute
 
-    torch.set_num_threads(args.threads)
-    dtype = getattr(torch, args.dtype)
     attn = "eager" if case == "eager" else None
-    model, tokenizer = build(attn, args.vocab, n, args.device, dtype)
+    model, tokenizer = build(attn, args.vocab, n, args.device, getattr(torch, args.dtype))
     for param in model.parameters():
         param.requires_grad_(False)
-    if case == "explain-eager":  # the eager-attention path with the same keep
-        from attnwidget.capture import recompute
+    if not case.startswith("explain"):
+        return lambda text: plain(model, tokenizer, text)
+    keep = "all" if case == "explain-all" else None
 
-        recompute.ENABLED = False
-    if case.startswith("explain"):
-        keep = "all" if case == "explain-all" else None
+    def run(text: str):
+        # explain-eager: the eager-attention path with the same keep.
+        recompute.ENABLED = case != "explain-eager"
+        return attnwidget.explain(model, tokenizer, text, methods=METHODS, keep=keep).keep
 
-        def run(text: str):
-            return attnwidget.explain(model, tokenizer, text, methods=METHODS, keep=keep)
-    else:
+    return run
 
-        def run(text: str):
-            return plain(model, tokenizer, text)
 
+def synchronize(args: argparse.Namespace) -> None:
+    if args.device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def memory_child(case: str, n: int, args: argparse.Namespace) -> dict:
+    """Peak memory of one run of ``case`` in this fresh process."""
+    torch.set_num_threads(args.threads)
+    run = runner(case, n, args)
     run(text_of(32, args.vocab))  # warm-up: kernels, caches, lazy imports
     text = text_of(n, args.vocab)
     cuda = args.device.startswith("cuda")
     if cuda:
-        torch.cuda.synchronize()
+        synchronize(args)
         torch.cuda.reset_peak_memory_stats()
         base_gpu = torch.cuda.memory_allocated()
     base = current_rss()
-    best, cpu, kept = float("inf"), float("inf"), None
-    for _ in range(args.repeats if n <= 1024 else 1):
-        start, start_cpu = time.perf_counter(), time.process_time()
-        result = run(text)
-        if cuda:
-            torch.cuda.synchronize()
-        best = min(best, time.perf_counter() - start)
-        cpu = min(cpu, time.process_time() - start_cpu)
-        if result is not None:
-            kept = result.keep
-        del result
+    kept = run(text)
+    synchronize(args)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - base
-    out = {"case": case, "n": n, "seconds": best, "cpu": cpu, "peak_bytes": peak, "keep": kept}
+    out = {"case": case, "n": n, "peak_bytes": peak, "keep": kept}
     if cuda:
         out["gpu_peak_bytes"] = torch.cuda.max_memory_allocated() - base_gpu
     return out
 
 
-def measure(case: str, n: int, args: argparse.Namespace) -> dict:
-    command = [sys.executable, __file__, "--child", case, str(n)]
-    command += ["--threads", str(args.threads), "--vocab", str(args.vocab)]
-    command += ["--device", args.device, "--dtype", args.dtype, "--repeats", str(args.repeats)]
+def timing_child(cases: list[str], n: int, args: argparse.Namespace) -> dict:
+    """Best wall and CPU seconds of each case, the cases run alternately ``--repeats`` times.
+
+    Alternating and keeping each case's minimum makes the ratios robust to
+    other load on the machine (every case sees the same conditions).
+    """
+    torch.set_num_threads(args.threads)
+    runs = {case: runner(case, n, args) for case in cases}
+    text = text_of(n, args.vocab)
+    for run in runs.values():
+        run(text_of(32, args.vocab))
+    best = {case: [float("inf"), float("inf")] for case in cases}
+    for _ in range(args.repeats):
+        for case, run in runs.items():
+            start, start_cpu = time.perf_counter(), time.process_time()
+            run(text)
+            synchronize(args)
+            wall, cpu = time.perf_counter() - start, time.process_time() - start_cpu
+            best[case] = [min(best[case][0], wall), min(best[case][1], cpu)]
+    return best
+
+
+def child_json(command: list[str]) -> dict:
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode != 0:
-        return {"case": case, "n": n, "error": done.stderr.strip().splitlines()[-1:]}
+        return {"error": done.stderr.strip().splitlines()[-1:]}
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -167,40 +184,43 @@ def main() -> None:
     parser.add_argument("--all-max", type=int, default=2048)
     parser.add_argument("--cases", nargs="+", default=list(CASES), choices=CASES)
     parser.add_argument("--child", nargs=2, metavar=("CASE", "N"))
+    parser.add_argument("--timing", type=int, metavar="N")
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(child(args.child[0], int(args.child[1]), args)))
+        print(json.dumps(memory_child(args.child[0], int(args.child[1]), args)))
         return
-    mib = 2**20
-    gpu = args.device.startswith("cuda")
-    print(f"# {args.device} {args.dtype}, {args.threads} threads, vocab {args.vocab}")
-    header = "n\tcase\tkeep\tseconds\tCPU s\tpeak MiB" + ("\tGPU peak MiB" if gpu else "")
-    print(header + "\tpeak/sdpa\tpeak/eager\ttime/sdpa\ttime/eager")
+    if args.timing:
+        print(json.dumps(timing_child(args.cases, args.timing, args)))
+        return
+    common = ["--threads", str(args.threads), "--vocab", str(args.vocab), "--device"]
+    common += [args.device, "--dtype", args.dtype, "--repeats", str(args.repeats)]
+    mib, gpu = 2**20, args.device.startswith("cuda")
+    key = "gpu_peak_bytes" if gpu else "peak_bytes"
+    print(f"# {args.device} {args.dtype}, {args.threads} threads, vocab {args.vocab}, "
+          f"time: best of {args.repeats} alternating runs")  # fmt: skip
+    print(f"n\tcase\tkeep\tseconds\tCPU s\t{'GPU ' if gpu else ''}peak MiB"
+          "\tpeak/sdpa\tpeak/eager\ttime/sdpa\ttime/eager\tCPU/sdpa\tCPU/eager")  # fmt: skip
     for n in args.sizes:
-        rows = {}
-        for case in args.cases:
-            if case == "explain-all" and n > args.all_max:
+        cases = [c for c in args.cases if c != "explain-all" or n <= args.all_max]
+        me = __file__
+        memory = {c: child_json([sys.executable, me, "--child", c, str(n), *common]) for c in cases}
+        times = child_json([sys.executable, me, "--timing", str(n), "--cases", *cases, *common])
+        for case in cases:
+            row, timed = memory[case], times.get(case)
+            if "error" in row or timed is None:
+                print(f"{n}\t{case}\terror: {row.get('error') or times.get('error')}")
                 continue
-            rows[case] = row = measure(case, n, args)
-            if "error" in row:
-                print(f"{n}\t{case}\terror: {row['error']}", flush=True)
-                continue
-            key = "gpu_peak_bytes" if gpu else "peak_bytes"
-            ratios = []
+            cells = [str(n), case, str(row["keep"] or ""), f"{timed[0]:.3f}", f"{timed[1]:.3f}"]
+            cells.append(f"{row[key] / mib:.0f}")
+            explained = case.startswith("explain")
             for ref in ("sdpa", "eager"):
-                base = rows.get(ref, {})
-                ok = key in base and base[key] > 0 and case.startswith("explain")
-                ratios.append(f"{row[key] / base[key]:.2f}" if ok else "")
-            for ref in ("sdpa", "eager"):
-                base = rows.get(ref, {})
-                ok = "seconds" in base and case.startswith("explain")
-                ratios.append(f"{row['seconds'] / base['seconds']:.2f}" if ok else "")
-            cells = [str(n), case, str(row["keep"] or ""), f"{row['seconds']:.3f}"]
-            cells.append(f"{row['cpu']:.3f}")
-            cells.append(f"{row['peak_bytes'] / mib:.0f}")
-            if gpu:
-                cells.append(f"{row['gpu_peak_bytes'] / mib:.0f}")
-            print("\t".join(cells + ratios), flush=True)
+                base = memory.get(ref, {}).get(key)
+                cells.append(f"{row[key] / base:.2f}" if explained and base else "")
+            for index in (0, 1):
+                for ref in ("sdpa", "eager"):
+                    base = times.get(ref)
+                    cells.append(f"{timed[index] / base[index]:.2f}" if explained and base else "")
+            print("\t".join(cells), flush=True)
 
 
 if __name__ == "__main__":

@@ -69,7 +69,34 @@ def _score_grad_attention(context: ScoreContext) -> np.ndarray:
                 f"start_layer={options['start_layer']} out of range for {rows.shape[0]} layers."
             )
         return rows[options["start_layer"]].astype(np.float64)
-    relevance = grad_attention(
-        context.attentions, context.attention_grads, start_layer=options["start_layer"]
+    return grad_attention_row(
+        context.attentions,
+        context.attention_grads,
+        context.start_vector(),
+        start_layer=options["start_layer"],
     )
-    return context.query_row(relevance)
+
+
+def grad_attention_row(
+    attentions: object, gradients: object, query: np.ndarray, *, start_layer: int = 0
+) -> np.ndarray:
+    """``query @ R`` for :func:`grad_attention`'s R, without forming R.
+
+    ``R = (I + Ā_L) ⋯ (I + Ā_s)``, so from the top layer down ``v ← v + v·Ā_l``:
+    n² work per layer instead of n³. ``query`` (n,) is the query as a
+    distribution over positions (one-hot at the query row).
+    """
+    attn = as_attention_array(attentions)
+    grad = as_attention_array(gradients, name="gradients")
+    if grad.shape != attn.shape:
+        raise AttentionShapeError(
+            f"gradients have shape {grad.shape} but attentions {attn.shape}; pass the "
+            "gradient of the target with respect to each attention map, same layout."
+        )
+    if not 0 <= start_layer < attn.shape[0]:
+        raise IndexError(f"start_layer={start_layer} out of range for {attn.shape[0]} layers.")
+    vector = np.asarray(query, dtype=np.float64)
+    for layer in range(attn.shape[0] - 1, start_layer - 1, -1):
+        weighted = np.clip(grad[layer] * attn[layer], 0.0, None).mean(axis=0)
+        vector = vector + vector @ weighted
+    return vector

@@ -89,6 +89,16 @@ class ScoreContext:
         """Method ``name``'s complete options: given ones checked, defaults filled in."""
         return resolve_options(get_method(name), self.options.get(name))
 
+    def start_vector(self) -> np.ndarray:
+        """float64 (n,): the query as a distribution over positions, so that
+        ``start_vector() @ matrix == query_row(matrix)``."""
+        if self.query_weights is not None:
+            return np.asarray(self.query_weights, dtype=np.float64)
+        n = (self.attention_rows if self.attentions is None else self.attentions).shape[-1]
+        vector = np.zeros(n)
+        vector[self.query_index] = 1.0
+        return vector
+
     def query_row(self, matrix: np.ndarray) -> np.ndarray:
         """Read the explained row out of an (n, n) relevance matrix.
 

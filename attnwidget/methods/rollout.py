@@ -105,14 +105,9 @@ def _score_rollout(context: ScoreContext) -> np.ndarray:
     options = context.options_for("rollout")
     if context.attentions is None:  # keep="fused"/"rows"
         return _rollout_from_kept(context, options)
-    maps = rollout(
-        context.attentions,
-        head_fusion=options["head_fusion"],
-        residual=options["residual"],
-        discard_ratio=options["discard_ratio"],
-        keep_columns=options["keep_columns"],
-    )
-    return context.query_row(maps[resolve_layer(options["layer"], maps.shape[0])])
+    array = as_attention_array(context.attentions)
+    check_row_sums(array, method="rollout")
+    return _rollout_query_row(context, fuse_heads(array, options["head_fusion"]), options)
 
 
 def _rollout_from_kept(context: ScoreContext, options: dict) -> np.ndarray:
@@ -126,13 +121,17 @@ def _rollout_from_kept(context: ScoreContext, options: dict) -> np.ndarray:
     top = resolve_layer(options["layer"], layers)
     if options["discard_ratio"] == 0.0:
         return context.rollout_rows[0 if options["residual"] else 1, top].astype(np.float64)
-    fused = context.fused_attentions
-    n = fused.shape[-1]
-    if context.query_weights is not None:
-        vector = np.asarray(context.query_weights, dtype=np.float64)
-    else:
-        vector = np.zeros(n)
-        vector[context.query_index] = 1.0
+    return _rollout_query_row(context, context.fused_attentions, options)
+
+
+def _rollout_query_row(context: ScoreContext, fused: np.ndarray, options: dict) -> np.ndarray:
+    """The query row of :func:`rollout` up to ``options["layer"]`` from fused maps (L, n, n).
+
+    ``R_k = Â_k ⋯ Â_1``, so ``q·R_k`` is ``v ← v·Â_l`` for l = k … 1: n² work
+    per layer instead of the n³ of forming every ``R_l``.
+    """
+    top = resolve_layer(options["layer"], fused.shape[0])
+    vector = context.start_vector()
     for layer in range(top, -1, -1):
         kept = _discard_lowest(
             fused[layer : layer + 1].astype(np.float64),
