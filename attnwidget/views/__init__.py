@@ -10,6 +10,7 @@ from ._base import BUNDLE, BundleMissingError
 from .alignment_view import AlignmentView
 from .annotator import Annotator
 from .attention_calculator import AttentionCalculator
+from .attention_matrix_view import AttentionMatrixView
 from .compat import head_view, model_view
 from .evaluation_view import EvaluationView
 from .explorer import Explorer
@@ -26,6 +27,7 @@ __all__ = [
     "AlignmentView",
     "Annotator",
     "AttentionCalculator",
+    "AttentionMatrixView",
     "BundleMissingError",
     "EvaluationView",
     "Explorer",

@@ -103,6 +103,7 @@ from ._flow_stack import (
     method_error,
     prepare_stack,
 )
+from ._large_inputs import matrix_view_for, switch_reason
 from ._paths import PathResult, compute_paths, get_path_method, stacks
 from .saliency import check_scale
 
@@ -164,6 +165,12 @@ class FlowView(_FlowMessages):
             the explained query at the top layer.
         head_fusion: how heads are fused ("mean", as the papers; "max", "min").
 
+    Above ``MAX_TOKENS`` (1,024) input tokens, or for an explanation that
+    keeps only each layer's mean over heads (``explain(..., keep="fused")``),
+    ``FlowView(exp)`` returns an
+    :class:`~attnwidget.views.attention_matrix_view.AttentionMatrixView` of
+    the last layer's mean over heads instead, with a notice saying why.
+
     Example::
 
         view = FlowView(explanation, method="flow")
@@ -207,6 +214,24 @@ class FlowView(_FlowMessages):
     """What sets the token labels' colour range: "words" (default: special tokens
     and the selected token, whose own share dwarfs the others, are drawn but
     left out) or "all"."""
+
+    def __new__(cls, explanation: Any = None, /, *args: Any, **kwargs: Any) -> Any:
+        # Over MAX_TOKENS (read here, so a test can lower it), or without
+        # per-head attention: the last layer's head mean as a zoomable matrix.
+        reason = switch_reason(explanation, MAX_TOKENS, "FlowView")
+        if reason is not None and kwargs.get("stack", "encoder") == "encoder":
+            for name in ("method", "stack", "threshold", "head_fusion", "selected_layer"):
+                kwargs.pop(name, None)
+            token = kwargs.pop("selected_token", None)
+            return matrix_view_for(
+                "FlowView",
+                explanation,
+                reason,
+                selected_token=-1 if token is None else token,
+                options=kwargs,
+                owner=cls,
+            )
+        return super().__new__(cls, explanation, *args, **kwargs)
 
     def __init__(
         self,

@@ -43,6 +43,7 @@ import traitlets
 
 from ..explanation import Explanation
 from ._attention import AttentionSet, _AttentionView, _describe_ids, _position
+from ._large_inputs import HEAD_VIEW_TOKENS, matrix_view_for, switch_reason
 
 
 class HeadView(_AttentionView):
@@ -76,6 +77,13 @@ class HeadView(_AttentionView):
         selected_token: the initially pinned query row (-1: none).
         theme: "auto" (default), "light" or "dark".
 
+    Above 512 tokens, or for an explanation that keeps only each layer's
+    mean over heads (``explain(..., keep="fused")``), ``HeadView(exp)``
+    returns an :class:`~attnwidget.views.attention_matrix_view.AttentionMatrixView`
+    of it instead (a zoomable heat map whose tiles load on demand), with a
+    notice saying why; ``layer``, a single head of ``heads`` and
+    ``selected_token`` carry over.
+
     Example::
 
         view = HeadView(explanation, layer=3)
@@ -91,6 +99,19 @@ class HeadView(_AttentionView):
     heads = traitlets.List(traitlets.Int()).tag(sync=True)
     """The shown heads (head ids of the current matrix), ascending."""
     # selected_token: the pinned query row (_AttentionView, shared with ModelView).
+
+    def __new__(cls, explanation: Any = None, /, *args: Any, **kwargs: Any) -> Any:
+        # Long inputs (over HEAD_VIEW_TOKENS) and explanations that keep no
+        # per-head attention get the zoomable matrix view (see _large_inputs).
+        reason = switch_reason(explanation, HEAD_VIEW_TOKENS, "HeadView")
+        if reason is not None:
+            names = ("layer", "heads", "matrix", "pair_filter", "selected_token", "theme")
+            given = {k: kwargs.pop(k) for k in names if k in kwargs}
+            given.pop("theme", None)
+            return matrix_view_for(
+                "HeadView", explanation, reason, options=kwargs, owner=cls, **given
+            )
+        return super().__new__(cls, explanation, *args, **kwargs)
 
     def __init__(
         self,

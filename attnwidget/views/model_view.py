@@ -54,6 +54,7 @@ from ._attention import (
     _position,
     thumbnails,
 )
+from ._large_inputs import MODEL_VIEW_TOKENS, matrix_view_for, switch_reason
 
 
 class ModelView(_AttentionView):
@@ -79,6 +80,12 @@ class ModelView(_AttentionView):
             none); needs ``layer``/``head``.
         matrix, pair_filter, theme: as for :class:`HeadView`.
 
+    Above 1,024 tokens, or for an explanation that keeps only each layer's
+    mean over heads (``explain(..., keep="fused")``), ``ModelView(exp)``
+    returns an :class:`~attnwidget.views.attention_matrix_view.AttentionMatrixView`
+    of it instead, with a notice saying why (``layer``, ``head`` and
+    ``selected_token`` carry over).
+
     Example::
 
         view = ModelView(explanation)
@@ -100,6 +107,27 @@ class ModelView(_AttentionView):
     """The enlarged head's layer id, -1 for none."""
     head = traitlets.Int(-1).tag(sync=True)
     """The enlarged head's id, -1 for none."""
+
+    def __new__(cls, explanation: Any = None, /, *args: Any, **kwargs: Any) -> Any:
+        # Long inputs (over MODEL_VIEW_TOKENS) and explanations that keep no
+        # per-head attention get the zoomable matrix view (see _large_inputs).
+        reason = switch_reason(explanation, MODEL_VIEW_TOKENS, "ModelView")
+        if reason is not None:
+            given = {k: kwargs.pop(k) for k in ("layer", "matrix", "pair_filter") if k in kwargs}
+            kwargs.pop("theme", None)
+            head = kwargs.pop("head", None)
+            token = kwargs.pop("selected_token", -1)
+            return matrix_view_for(
+                "ModelView",
+                explanation,
+                reason,
+                heads=None if head is None or head < 0 else head,
+                selected_token=token,
+                options=kwargs,
+                owner=cls,
+                **given,
+            )
+        return super().__new__(cls, explanation, *args, **kwargs)
 
     def __init__(
         self,

@@ -33,6 +33,9 @@ import type { AlignmentTraits } from "./alignment_types";
 // GenerationView (generation_*.ts)
 import { renderGenerationView } from "./generation_view";
 import type { GenerationTraits } from "./generation_types";
+// AttentionMatrixView (matrix_*.ts)
+import { renderMatrixView } from "./matrix_view";
+import type { MatrixTraits } from "./matrix_types";
 import { mountWhenReady, renderStandalone as renderPayload, type StandaloneView } from "./standalone";
 import { withToolbar } from "./toolbar";
 import type { BaseTraits, SaliencyTraits } from "./types";
@@ -53,6 +56,7 @@ const VIEWS: Record<string, ViewRenderer> = {
   neuron: (props) => renderNeuronView(props as { model: AnyModel<NeuronTraits>; el: HTMLElement }),
   alignment: (props) => renderAlignmentView(props as { model: AnyModel<AlignmentTraits>; el: HTMLElement }),
   generation: (props) => renderGenerationView(props as { model: AnyModel<GenerationTraits>; el: HTMLElement }),
+  matrix: (props) => renderMatrixView(props as { model: AnyModel<MatrixTraits>; el: HTMLElement }),
 };
 
 function render({ model, el }: RenderProps<BaseTraits>): Cleanup | void {
