@@ -119,11 +119,14 @@ def explain(
             only rows (L·H·n floats). Reduced inside the backward pass, so the
             full tensor never exists as numpy. Default (None): ``"all"`` while
             layers·heads·n² ≤ 2²⁶ floats (256 MiB in float32; e.g. BERT-base
-            up to 512 tokens), else the smallest keep the requested methods
-            work from (raw, grad_attention, rollout and the gradient methods:
-            "rows"; flow: "fused"; head-level methods such as chefer2021,
-            effective_attention, attention_norm: "all"). A method that needs
-            more than an explicit ``keep`` gives an InputError naming it.
+            up to 512 tokens) or when a method needs it; else ``"fused"``
+            while layers·n² ≤ 2²⁶; else the smallest keep the requested
+            methods work from (raw, grad_attention, rollout and the gradient
+            methods: "rows"; flow: "fused"; head-level methods such as
+            chefer2021, effective_attention, attention_norm: "all"). A method
+            that needs more than an explicit ``keep`` gives an InputError
+            naming it. Llama-style causal LMs run with sdpa under "fused" and
+            "rows" (attention recomputed in blocks: :mod:`attnwidget.capture.recompute`).
 
     Returns:
         An :class:`Explanation` (or a list of them for a list of texts).

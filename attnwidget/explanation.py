@@ -158,8 +158,8 @@ class Explanation:
             f"{what} needs every head's attention map, but this explanation was made with "
             f"keep={self.keep!r}, which keeps only "
             f"{'each layer’s head mean and ' if self.keep == 'fused' else ''}the query rows; "
-            "explain again with keep='all' (or use AttentionMatrixView, which works from "
-            "fused maps)."
+            "explain again with keep='all' (or with keep='fused' and use "
+            "AttentionMatrixView, which draws each layer's mean over heads)."
         )
 
     def _check_image(self) -> None:

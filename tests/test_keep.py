@@ -156,11 +156,17 @@ def test_encoder_decoder_query_weights():
 def test_default_keep_rule(monkeypatch):
     assert keep_module.default_keep(12, 12, 512, "rows") == "all"  # BERT-base at 512
     assert keep_module.default_keep(4, 8, 1024, "rows") == "all"  # 2**25 floats
-    assert keep_module.default_keep(4, 8, 4096, "rows") == "rows"
-    assert keep_module.default_keep(32, 32, 4096, "fused") == "fused"
+    assert keep_module.default_keep(4, 8, 4096, "rows") == "fused"  # L·n² = 2**26
+    assert keep_module.default_keep(4, 8, 8192, "rows") == "rows"
+    assert keep_module.default_keep(32, 32, 4096, "rows") == "rows"
+    assert keep_module.default_keep(32, 32, 4096, "all") == "all"
     model, tokenizer = build("llama-lm")
-    assert explain(model, tokenizer, TEXT, methods=METHODS).keep == "all"
-    monkeypatch.setattr(keep_module, "DEFAULT_KEEP_LIMIT", 100)  # 2·4·27² floats is over
+    full = explain(model, tokenizer, TEXT, methods=METHODS)
+    assert full.keep == "all"
+    layers, n = full.num_layers, len(full.tokens)
+    monkeypatch.setattr(keep_module, "DEFAULT_KEEP_LIMIT", layers * n * n)
+    assert explain(model, tokenizer, TEXT, methods=METHODS).keep == "fused"
+    monkeypatch.setattr(keep_module, "DEFAULT_KEEP_LIMIT", layers * n * n - 1)
     assert explain(model, tokenizer, TEXT, methods=METHODS).keep == "rows"
     assert explain(model, tokenizer, TEXT, methods=[*METHODS, "flow"]).keep == "fused"
     spec = {"rollout": {"head_fusion": "max"}}
@@ -181,8 +187,9 @@ def test_clear_errors():
             method_options={"rollout": {"head_fusion": "max"}},
         )  # fmt: skip
     rows = explain(model, tokenizer, TEXT, methods=["raw"], keep="rows")
-    with pytest.raises(InputError, match="keep='all'"):
-        rows.require_attentions("NeuronView")
+    for view in (attnwidget.HeadView, attnwidget.ModelView, attnwidget.FlowView):
+        with pytest.raises(InputError, match=r"View needs every head's .* keep='all'"):
+            view(rows)
     with pytest.raises(InputError, match="keep='all'"):
         rows.fused_attention(0)
     assert repr(rows).startswith("Explanation(kind='causal-lm', n=")

@@ -51,13 +51,18 @@ def check_keep(keep: Any) -> str | None:
 
 
 def default_keep(layers: int, heads: int, n: int, smallest: str) -> str:
-    """The keep used for ``keep=None``: "all" when small, else ``smallest``.
+    """The keep used for ``keep=None``, by size (limit: :data:`DEFAULT_KEEP_LIMIT` floats).
 
-    "all" while ``layers·heads·n² ≤ DEFAULT_KEEP_LIMIT`` (2²⁶ floats, 256 MiB
-    in float32); above it, the smallest mode every requested method works
-    from (``smallest``, see :func:`attnwidget.methods.keep.smallest_keep`).
+    "all" while ``layers·heads·n²`` is within the limit (2²⁶ floats, 256 MiB
+    in float32), or when a requested method needs it (``smallest``, the
+    smallest mode every requested method works from, see
+    :func:`attnwidget.methods.keep.smallest_keep`); else "fused" while the
+    head means, ``layers·n²``, are within it (the attention-matrix and flow
+    views still work); else ``smallest``.
     """
-    return "all" if layers * heads * n * n <= DEFAULT_KEEP_LIMIT else smallest
+    if layers * heads * n * n <= DEFAULT_KEEP_LIMIT or smallest == "all":
+        return "all"
+    return "fused" if layers * n * n <= DEFAULT_KEEP_LIMIT else smallest
 
 
 #: Rows reduced at once: about this many floats per (B, H, rows, n) temporary.

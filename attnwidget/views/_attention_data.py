@@ -146,6 +146,7 @@ class AttentionSet:
                 "Explanation.from_attentions(attentions, tokens). For bertviz-style "
                 "arguments use attnwidget.head_view / attnwidget.model_view."
             )
+        explanation.require_attentions("HeadView/ModelView")  # keep="fused"/"rows": no heads
         tokens = [str(t) for t in explanation.tokens]
         decoder = [str(t) for t in explanation.decoder_tokens or []]
         # A causal LM is causal by construction; otherwise look at the weights.

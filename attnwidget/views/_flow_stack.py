@@ -47,6 +47,8 @@ def prepare_stack(
 
     ``method``: asked for (None: keep ``current`` where it applies, else "rollout").
     """
+    if getattr(explanation, "attentions", True) is None:  # keep="fused"/"rows"
+        explanation.require_attentions("FlowView")  # raises InputError naming keep="all"
     problem = stack_problem(explanation, stack)
     if problem is not None:
         raise traitlets.TraitError(problem)
