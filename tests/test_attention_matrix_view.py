@@ -15,9 +15,12 @@ from typing import Any
 
 import numpy as np
 import pytest
+import torch
 import traitlets
 from ipywidgets.widgets.widget import _remove_buffers
+from tiny_models import build
 
+from attnwidget import explain
 from attnwidget.errors import InputError
 from attnwidget.explanation import Explanation
 from attnwidget.views import AttentionMatrixView, FlowView, HeadView, ModelView
@@ -47,10 +50,15 @@ def explanation(layers: int, heads: int, n: int, seed: int = 0) -> Explanation:
 
 
 def fused_only(exp: Explanation) -> Explanation:
-    """What explain(..., keep="fused") keeps: each layer's head mean, no per-head attention."""
-    exp.fused_attentions = exp.attentions.mean(axis=1)  # type: ignore[attr-defined]
-    exp.attentions = None  # type: ignore[assignment]
-    return exp
+    """What explain(..., keep="fused") keeps: each layer's head mean and the query rows."""
+    full = exp.attentions
+    return Explanation(
+        tokens=exp.tokens,
+        attentions=None,  # type: ignore[arg-type]
+        keep="fused",
+        fused_attentions=full.mean(axis=1),
+        attention_rows=np.ascontiguousarray(full[:, :, exp.query_index]),
+    )
 
 
 def decoded_tiles(view: AttentionMatrixView, level: int, tiles: list[tuple[int, int]]) -> dict:
@@ -132,10 +140,30 @@ def test_fused_attentions_are_drawn_when_only_they_are_kept() -> None:
     close_float16(decoded_tiles(view, 0, [(0, 1)])[(0, 1)], fused[1][:128, 128:])
     with pytest.raises(traitlets.TraitError, match=r"only head='mean'.*keep='all'"):
         view.head = 0
-    exp.fused_attentions = None  # type: ignore[attr-defined]
-    exp.attention_rows = np.zeros((2, 2, 200), np.float32)  # type: ignore[attr-defined]
+    rows = Explanation(
+        tokens=exp.tokens, attentions=None, keep="rows", attention_rows=exp.attention_rows
+    )  # type: ignore[arg-type]
     with pytest.raises(InputError, match=r"keep='rows'.*keep='fused'"):
-        AttentionMatrixView(exp)
+        AttentionMatrixView(rows)
+
+
+def test_a_real_model_explained_with_keep_fused_opens_as_the_matrix_view() -> None:
+    model, tokenizer = build("gpt2-lm")
+    text = "the cat sat on the mat because it was warm"
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # a tiny model: one thread is faster
+    try:
+        fused = explain(model, tokenizer, text, methods=["rollout"], keep="fused")
+        full = explain(model, tokenizer, text, methods=["rollout"], keep="all")
+    finally:
+        torch.set_num_threads(threads)
+    view = HeadView(fused)
+    assert isinstance(view, AttentionMatrixView) and "keep='fused'" in view.notice
+    last = full.attentions.shape[0] - 1
+    assert (view.layer, view.head, view.levels) == (last, "mean", [[len(full.tokens)] * 2])
+    # A short input's overview is the matrix itself: the last layer's mean over heads.
+    overview = decode_array(view.overview, view.overview_meta)
+    close_float16(overview, full.attentions[last].astype(np.float64).mean(axis=0))
 
 
 def test_a_4096_token_matrix_travels_in_small_messages() -> None:
@@ -212,6 +240,23 @@ def test_selection_and_validation() -> None:
             setattr(view, name, value)
     with pytest.raises(InputError, match=r"needs an attnwidget\.Explanation"):
         AttentionMatrixView(object())
+    # Another explanation: layer and head kept where they exist, the pin reset.
+    view.head, view.selected_row = 1, 4
+    other = explanation(1, 3, 50, seed=2)
+    version = view.version
+    view.set_explanation(other)
+    assert (view.layer, view.head, view.selected_row, view.shape) == (0, 1, -1, [1, 3, 50])
+    assert view.version > version and view.levels == [[50, 50]]
+    close_float16(decode_array(view.overview, view.overview_meta), other.attentions[0, 1])
+    with pytest.raises(InputError):
+        view.set_explanation(object())
+    assert view.shape == [1, 3, 50]
+
+
+def test_a_saved_page_holds_the_overview_and_says_what_it_lacks() -> None:
+    view = AttentionMatrixView(explanation(1, 1, 300), head=0)
+    page = view.to_html()
+    assert "attnwidget-state" in page and "holds the overview only" in page
 
 
 # -- the golden fixture of the JS tests ----------------------------------------------

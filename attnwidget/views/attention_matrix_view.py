@@ -150,12 +150,8 @@ class AttentionMatrixView(_AttnWidget):
         self._ready = False
         super().__init__(**kwargs)
         src = self._source
-        n = src.n
         with self.hold_sync():
-            self.set_trait("tokens", list(src.tokens))
-            self.set_trait("shape", [src.num_layers, src.num_heads, n])
-            self.set_trait("kept", src.kept)
-            self.set_trait("levels", [list(s) for s in level_sizes(n, n)])
+            self._describe_source()
             self.set_trait("notice", str(notice))
             self.layer = src.num_layers - 1 if layer is None else layer
             self.head = head
@@ -165,6 +161,32 @@ class AttentionMatrixView(_AttnWidget):
             self._ready = True
             self._redraw()
         self.on_msg(self._on_message)
+
+    def set_explanation(self, explanation: Any) -> None:
+        """Show another explanation: the layer and head are kept where it has
+        them (else the last layer, the mean over heads), the pinned row is
+        reset. A bad explanation raises and leaves the view as it was."""
+        source = source_of(explanation)
+        layer = self.layer if self.layer < source.num_layers else source.num_layers - 1
+        head = self.head if self.head == MEAN or self.head < source.num_heads else MEAN
+        self._ready = False
+        with self.hold_sync():
+            self._source = source
+            self._explanation = explanation
+            self._pyramids.clear()
+            self.selected_row = -1
+            self._describe_source()
+            self.layer = layer
+            self.head = head
+            self._ready = True
+            self._redraw()
+
+    def _describe_source(self) -> None:
+        src = self._source
+        self.set_trait("tokens", list(src.tokens))
+        self.set_trait("shape", [src.num_layers, src.num_heads, src.n])
+        self.set_trait("kept", src.kept)
+        self.set_trait("levels", [list(s) for s in level_sizes(src.n, src.n)])
 
     # -- data -----------------------------------------------------------------
 

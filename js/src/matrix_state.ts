@@ -149,7 +149,7 @@ export class TileCache<Image = unknown> {
   private readonly pending = new Set<string>();
   version = -1;
 
-  constructor(readonly limit = 512) {}
+  constructor(readonly limit = 256) {}
 
   /** Another matrix: forget everything. */
   reset(version: number): void {
