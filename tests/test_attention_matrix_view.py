@@ -26,6 +26,7 @@ from attnwidget.explanation import Explanation
 from attnwidget.views import AttentionMatrixView, FlowView, HeadView, ModelView
 from attnwidget.views._base import _AttnWidget
 from attnwidget.views._buffers import decode_array
+from attnwidget.views._matrix_tiles import pyramid
 
 FIXTURE = Path(__file__).resolve().parent.parent / "js" / "test" / "fixtures" / "matrix.json"
 #: The Jupyter server drops websocket messages over 10 MiB.
@@ -125,6 +126,13 @@ def test_pooled_levels_equal_an_explicit_pooling(how: str) -> None:
     assert overview.shape == (38, 38)
     close_float16(overview, explicit_pool(m, 8, how))
     assert view.value_range == [0.0, pytest.approx(float(m.max()))]
+    # Odd sides at several levels, so partial blocks are pooled with full ones
+    # (a mean must weigh them by the tokens they hold), rows ≠ columns.
+    odd = np.random.default_rng(4).random((37, 23)).astype(np.float32)
+    levels = pyramid(odd, how, overview=2)  # type: ignore[arg-type]
+    assert [lv.shape for lv in levels] == [(37, 23), (19, 12), (10, 6), (5, 3), (3, 2), (2, 1)]
+    for k, level in enumerate(levels):
+        np.testing.assert_allclose(level, explicit_pool(odd, 2**k, how), rtol=1e-6)
 
 
 def test_fused_attentions_are_drawn_when_only_they_are_kept() -> None:
