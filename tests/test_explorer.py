@@ -249,3 +249,45 @@ def test_padded_vocabulary_ids_get_a_readable_target_label() -> None:
     labels = {value: label for label, value in explorer.target_picker.options}
     assert labels[padded].startswith(f"<id {padded}> (p = ")
     assert not any(label.startswith("None") for label in labels.values())
+
+
+def test_a_text_past_the_views_limits_shows_matrix_views_and_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The limits lowered to a few tokens stand for 512 / 1,024 on a long-context model.
+    import importlib
+
+    from attnwidget.views import AttentionMatrixView, HeadView, ModelView
+
+    # (attnwidget.views.head_view is also a function's name: import the modules.)
+    head_view = importlib.import_module("attnwidget.views.head_view")
+    model_view = importlib.import_module("attnwidget.views.model_view")
+    flow_view = importlib.import_module("attnwidget.views.flow_view")
+    monkeypatch.setattr(head_view, "HEAD_VIEW_TOKENS", 6)
+    monkeypatch.setattr(model_view, "MODEL_VIEW_TOKENS", 6)
+    monkeypatch.setattr(flow_view, "MAX_TOKENS", 6)
+    model, tokenizer = encoder()
+    explorer = Explorer(model, tokenizer, "the keys")
+    assert isinstance(explorer.views["flow"], FlowView)
+    assert isinstance(explorer.views["head"], HeadView)
+    assert not explorer.method_picker.disabled
+
+    explorer.text_box.value = "the keys to the old cabinet near the doors"
+    long = explorer.explanation
+    assert long is not None and len(long.tokens) > 6 and explorer.error == ""
+    for name in ("flow", "head", "model"):
+        view = explorer.views[name]
+        assert isinstance(view, AttentionMatrixView), name
+        assert view.tokens == long.tokens
+    assert explorer.views["saliency"].tokens == long.tokens
+    assert explorer.method_picker.disabled  # a matrix view has no path methods
+    assert list(explorer.tabs.children) == list(explorer.views.values())
+    # A click in the saliency view is not forwarded to a view without paths.
+    explorer.views["saliency"].selected_token = 2
+
+    explorer.text_box.value = "the keys"
+    assert isinstance(explorer.views["flow"], FlowView)
+    assert isinstance(explorer.views["head"], HeadView)
+    assert isinstance(explorer.views["model"], ModelView)
+    assert not explorer.method_picker.disabled
+    assert explorer.method_picker.value == explorer.views["flow"].method

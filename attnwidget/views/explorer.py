@@ -33,6 +33,8 @@ from ..explain import DEFAULT_METHODS, explain
 from ..explanation import Explanation
 from ._explorer_text import _check_max_length, _cut, _message, _summary
 from ._format import format_number
+from ._large_inputs import switch_reason
+from .attention_matrix_view import AttentionMatrixView
 from .flow_view import FlowView
 from .saliency import SaliencyView
 
@@ -46,6 +48,21 @@ ERROR_COLOR = "#d55e00"
 PREDICTED = "predicted"
 
 _PREDICTED_VALUE = ("__predicted__",)  # a sentinel no label or token id can equal
+
+
+def _shown_as_matrix(name: str, explanation: Explanation) -> bool:
+    """Whether the ``name`` tab's class shows ``explanation`` as a matrix view."""
+    # Read from the view modules at call time, where their constructors read them.
+    limits = {
+        "head": ("HeadView", ".head_view", "HEAD_VIEW_TOKENS"),
+        "model": ("ModelView", ".model_view", "MODEL_VIEW_TOKENS"),
+        "flow": ("FlowView", ".flow_view", "MAX_TOKENS"),
+    }
+    if name not in limits:
+        return False
+    view, module, constant = limits[name]
+    limit = getattr(importlib.import_module(module, __package__), constant)
+    return switch_reason(explanation, limit, view) is not None
 
 
 def _default_methods(model: Any) -> list[str]:
@@ -149,6 +166,8 @@ class Explorer(widgets.VBox):
         self._busy = False  # guards observers while the controls are set from here
         self._flow_method = method
         self.views: dict[str, widgets.Widget] = {}
+        # The class behind each tab (a long input makes some of them a matrix view).
+        self._classes: dict[str, type] = {}
 
         self.text_box = widgets.Text(
             value=text,
@@ -301,35 +320,58 @@ class Explorer(widgets.VBox):
         self.status.style.text_color = ERROR_COLOR if error else None
 
     def _show(self, explanation: Explanation) -> None:
-        """Create the views on first use, else hand them the new explanation."""
+        """Create the views on first use, else hand them the new explanation.
+
+        A view whose constructor shows a long input as an AttentionMatrixView
+        (HeadView, ModelView and FlowView above their token limits) is rebuilt
+        whenever the text crosses that limit, either way, so each tab always
+        shows what its class would show for this text.
+        """
         views_module = importlib.import_module(__package__ or "attnwidget.views")
         if not self.views:
-            self.views["saliency"] = SaliencyView(explanation)
-            flow = FlowView(explanation, method=self._flow_method)
-            self.views["flow"] = flow
-            flow.observe(self._on_flow_method, names="method")
-            flow.observe(self._on_flow_selection, names=["selected_layer", "selected_token"])
-            self.views["saliency"].observe(self._on_saliency_selection, names="selected_token")
+            self._classes = {"saliency": SaliencyView, "flow": FlowView}
             for name, cls_name in (("head", "HeadView"), ("model", "ModelView")):
                 cls = getattr(views_module, cls_name, None)
                 if cls is not None:
-                    self.views[name] = cls(explanation)
+                    self._classes[name] = cls
+            for name, cls in self._classes.items():
+                self._build(name, cls, explanation)
         else:
             for name, view in list(self.views.items()):
-                if hasattr(view, "set_explanation"):
+                cls = self._classes.get(name, type(view))
+                switches = _shown_as_matrix(name, explanation)
+                if switches or isinstance(view, AttentionMatrixView):
+                    self._build(name, cls, explanation)
+                elif hasattr(view, "set_explanation"):
                     view.set_explanation(explanation)
                 else:  # a view without set_explanation is rebuilt
-                    self.views[name] = type(view)(explanation)
+                    self._build(name, cls, explanation)
         self.tabs.children = list(self.views.values())
         self.tabs.titles = [_TITLES.get(name, name) for name in self.views]
         self._busy = True
         try:
             flow = self.views["flow"]
-            self.method_picker.options = list(flow.methods)
-            self.method_picker.value = flow.method
+            # A long input's flow tab is a matrix view: no path methods to pick.
+            methods = list(getattr(flow, "methods", ()))
+            self.method_picker.options = methods or [self._flow_method]
+            self.method_picker.value = getattr(flow, "method", self._flow_method)
+            self.method_picker.disabled = not methods
             self._set_target_options(explanation, extra=self.target)
         finally:
             self._busy = False
+
+    def _build(self, name: str, cls: type, explanation: Explanation) -> None:
+        """(Re)create the ``name`` tab's view and its links to the other views."""
+        if name == "flow":
+            view = cls(explanation, method=self._flow_method)
+            if not isinstance(view, AttentionMatrixView):
+                view.observe(self._on_flow_method, names="method")
+                view.observe(self._on_flow_selection, names=["selected_layer", "selected_token"])
+        else:
+            view = cls(explanation)
+        if name == "saliency":
+            view.observe(self._on_saliency_selection, names="selected_token")
+        self.views[name] = view
 
     def _targets(self, explanation: Explanation | None, extra: Any = None) -> list[tuple[str, Any]]:
         """(label, value) choices: the prediction, then labels or likely tokens."""
@@ -370,7 +412,7 @@ class Explorer(widgets.VBox):
 
     def _on_method(self, change: dict[str, Any]) -> None:
         flow = self.views.get("flow")
-        if self._busy or flow is None or change["new"] == flow.method:
+        if self._busy or not isinstance(flow, FlowView) or change["new"] == flow.method:
             return
         flow.method = change["new"]
 
@@ -382,7 +424,7 @@ class Explorer(widgets.VBox):
     def _on_flow_selection(self, _change: dict[str, Any]) -> None:
         # An input token chosen in the flow view is the same token in the saliency view.
         flow, saliency = self.views.get("flow"), self.views.get("saliency")
-        if flow is None or saliency is None or flow.selected_layer != 0:
+        if not isinstance(flow, FlowView) or saliency is None or flow.selected_layer != 0:
             return
         if saliency.selected_token != flow.selected_token:
             saliency.selected_token = flow.selected_token
@@ -391,7 +433,7 @@ class Explorer(widgets.VBox):
         # A token clicked in the saliency view: show where it goes (flow from layer 0).
         flow = self.views.get("flow")
         token = change["new"]
-        if flow is None or token < 0 or token >= len(flow.tokens):
+        if not isinstance(flow, FlowView) or token < 0 or token >= len(flow.tokens):
             return
         if (flow.selected_layer, flow.selected_token) != (0, token):
             flow.select(0, token)
