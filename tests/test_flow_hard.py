@@ -122,6 +122,30 @@ def test_subgraphs_second_solves_and_fallbacks_match_networkx(
     check(make(layers, n, 4), [1])
 
 
+def test_level_left_after_failures_in_a_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A subgraph level is left once FAILS_IN_ROW tries in a row fail, long before
+    TRIAL tries; the values are still networkx's (near-identity attention: the
+    1-edge subgraphs fail for every sink but the source's own token)."""
+    monkeypatch.setattr(flow_module, "SUBGRAPH_FROM_N", 0)
+    monkeypatch.setattr(flow_module, "DIRECT_FROM", 3)
+    monkeypatch.setattr(_flow_direct, "LEVELS", ((1, False), (3, False)))
+    monkeypatch.setattr(_flow_direct, "TRIAL", 1000)  # only the run of failures can switch
+    levels: list[tuple[int, bool]] = []
+    record = _flow_direct._Tries.record
+
+    def spy(self, ordered: bool, seconds: float, ok: bool) -> None:
+        levels.append((self.level, ok))
+        record(self, ordered, seconds, ok)
+
+    monkeypatch.setattr(_flow_direct._Tries, "record", spy)
+    attentions = near_identity(7, 10, 5)
+    check(attentions, [0])
+    first = [ok for level, ok in levels if level == 0]
+    assert len(first) < len(levels)  # the second level was reached
+    assert first[-_flow_direct.FAILS_IN_ROW :] == [False] * _flow_direct.FAILS_IN_ROW
+    assert len(first) < 10 - 1  # before every sink had tried the first level
+
+
 def test_refine_is_needed_on_large_near_identity_cuts(monkeypatch: pytest.MonkeyPatch) -> None:
     """Values still certified on near-identity attention at n = 48, whose cuts are large
     (there the first proof often fails and the second solve decides)."""

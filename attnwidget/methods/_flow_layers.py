@@ -20,10 +20,19 @@ and a solve took 2–5× fewer steps of scipy's search than in token order.
 n × n block (zero capacities included), so the CSR structure and where scipy
 puts each arc in its result are the same for every problem; only the data
 (the permuted, integer-scaled capacities) is written per problem. Flows come
-back as dense (D−1, n, n) arrays for :mod:`._flow_proof`, which proves the
-value (the rounding to 2**-30, see :mod:`._flow_edges`) without a second
-solve; when it cannot, a second solve at a finer scale on the residual graph
-(:func:`._flow_direct._refine`) decides.
+back as dense (D−1, n, n) arrays, put back in token order (only the integer
+capacities and the flows are permuted, the float capacities never), for
+:mod:`._flow_proof`, which proves the value (the rounding to 2**-30, see
+:mod:`._flow_edges`) without a second solve; when it cannot, a second solve
+at a finer scale on the residual graph (:func:`._flow_direct._refine`) decides.
+
+**What a solve costs.** scipy's ``maximum_flow`` first adds the reverse arcs
+and pairs every arc with its reverse, at every call: on the whole graph (L =
+12, n = 128, 164k arcs) that alone took 7.4 ms of a 9 ms call that moves no
+flow, and a full solve on block attention took 15 ms, as long as the plain
+solve on the unpruned graph. So a per-sink solve on the whole graph cannot
+reach half the plain solver's time; only subgraphs (fewer arcs) or no solve
+can.
 """
 
 from __future__ import annotations
@@ -113,19 +122,19 @@ class Layered:
         all edges; nodes in the order of the module docstring when ``ordered``, else
         in token order (``rollouts``: this problem's :meth:`rollouts`, if known)."""
         n, depth = self.n, self.depth
+        keep = mask
         if ordered:
             if rollouts is None:
                 rollouts = self.rollouts(source_caps, sink_caps)
             score = _scaled(rollouts[0]) + _scaled(rollouts[1])
             order = np.argsort(-score, axis=1, kind="stable")
-            caps = np.stack([self._permuted(self.caps, order, t) for t in range(depth - 1)])
             scaled = np.stack([self._permuted(self.scaled, order, t) for t in range(depth - 1)])
             if mask is not None:
                 mask = np.stack([self._permuted(mask, order, t) for t in range(depth - 1)])
             a, z = sink_caps[order[0]], source_caps[order[-1]]
         else:
             order = None
-            caps, scaled, a, z = self.caps, self.scaled, sink_caps, source_caps
+            scaled, a, z = self.scaled, sink_caps, source_caps
         a_int, z_int = np.floor(a * SCALE), np.floor(z * SCALE)
         if mask is None:
             data = np.concatenate((a_int, scaled.ravel(), z_int)).astype(np.int32)
@@ -145,27 +154,28 @@ class Layered:
             inner_flow[flat] = got[n:-n]
             inner_flow = inner_flow.reshape(depth - 1, n, n)
         fa, fz = got[:n], got[-n:]
-        net = Net(a, fa / SCALE, caps, inner_flow / SCALE, z, fz / SCALE)
+        if order is not None:  # the rest in token order: only the flows are permuted back
+            back = np.argsort(order, axis=1)
+            inner_flow = np.stack([self._permuted(inner_flow, back, t) for t in range(depth - 1)])
+            fa, fz = fa[back[0]], fz[back[-1]]
+            a_int, z_int = np.floor(sink_caps * SCALE), np.floor(source_caps * SCALE)
+        net = Net(sink_caps, fa / SCALE, self.caps, inner_flow / SCALE, source_caps, fz / SCALE)
+        scaled_tokens = self.scaled
 
         def down(t: int, rows: np.ndarray) -> np.ndarray:  # integer residual left
-            usable = scaled[t][rows] > inner_flow[t][rows]
-            return usable if mask is None else usable & mask[t][rows]
+            usable = scaled_tokens[t][rows] > inner_flow[t][rows]
+            return usable if keep is None else usable & keep[t][rows]
 
         def up(t: int, cols: np.ndarray) -> np.ndarray:  # integer flow to cancel
             return inner_flow[t][:, cols] > 0
 
         side = reach(a_int > fa, down, up, depth)
         ok, price, terms = prove(net, side)
-        if ok and order is None:
-            return Solved(price, terms * 2.0**-53, True, side, net)
         if ok:
-            back = np.argsort(order, axis=1)
-            flows = np.stack([self._permuted(net.flow, back, t) for t in range(depth - 1)])
-            net = Net(sink_caps, net.fa[back[0]], self.caps, flows, source_caps, net.fz[back[-1]])
-            return Solved(price, terms * 2.0**-53, True, _unpermute(side, order), net)
+            return Solved(price, terms * 2.0**-53, True, side, net)
         if refine is None or mask is not None:
             return Solved(price, np.inf, False, None)
-        return self._refined(result, pos, net, price, refine)
+        return self._refined(result, pos, net, price, refine, order)
 
     def _permuted(self, blocks: np.ndarray, order: np.ndarray, t: int) -> np.ndarray:
         return blocks[t].take(order[t], axis=0).take(order[t + 1], axis=1)
@@ -210,10 +220,23 @@ class Layered:
             return pos
         return arc_positions(flow, row, graph.indices)  # another scipy layout
 
-    def _refined(self, result, pos: np.ndarray, net: Net, price: float, refine: Refine) -> Solved:
-        """Second solve on the residual graph at a finer scale (no proof went through)."""
+    def _refined(
+        self,
+        result,
+        pos: np.ndarray,
+        net: Net,
+        price: float,
+        refine: Refine,
+        order: np.ndarray | None,
+    ) -> Solved:
+        """Second solve on the residual graph at a finer scale (no proof went through);
+        ``net`` is in token order, scipy's ``result`` in the solve's (``order``)."""
         flow = result.flow
-        caps = np.concatenate((net.a, net.caps.ravel(), net.z))
+        if order is None:
+            caps = np.concatenate((net.a, net.caps.ravel(), net.z))
+        else:
+            inner = np.stack([self._permuted(net.caps, order, t) for t in range(self.depth - 1)])
+            caps = np.concatenate((net.a[order[0]], inner.ravel(), net.z[order[-1]]))
         real = np.zeros(flow.indices.size)
         real[pos] = caps
         spare = real - flow.data * (1.0 / SCALE)
@@ -229,10 +252,3 @@ class Layered:
 def _scaled(values: np.ndarray) -> np.ndarray:
     top = values.max(axis=1, keepdims=True)
     return np.divide(values, top, out=np.zeros_like(values), where=top > 0)
-
-
-def _unpermute(side: np.ndarray, order: np.ndarray) -> np.ndarray:
-    """Sink side per node layer in token order (``side`` is in the solve's order)."""
-    out = np.zeros_like(side)
-    np.put_along_axis(out, order, side, axis=1)
-    return out
