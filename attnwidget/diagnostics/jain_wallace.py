@@ -162,7 +162,8 @@ def rank_correlation(
     taus: dict[str, list[float]] = {"g": [], "l": [], "pg": [], "pl": []}
     layer_index = head_index = None
     for text in progress_bar(texts, progress, "rank correlation"):
-        exp = explain(model, tokenizer, text, methods=["raw", gradient, "blank_out"])
+        # keep="all": the per-head maps are read below, whatever the text's length.
+        exp = explain(model, tokenizer, text, methods=["raw", gradient, "blank_out"], keep="all")
         if layer_index is None:
             layer_index = check_layers(layer, exp.attentions.shape[0])[0]
             heads = exp.attentions.shape[1]
