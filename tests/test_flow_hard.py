@@ -103,7 +103,7 @@ def test_subgraphs_second_solves_and_fallbacks_match_networkx(
     make, layers: int, n: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Every branch of the direct solver on small inputs: per-problem subgraphs
-    (which the defaults keep for n ≥ 25) at every level and in both node orders,
+    (which the defaults keep for n ≥ 56) at every level and in both node orders,
     the transport trial cut short, the last resort of the proof (one small max
     flow), a proof that never succeeds (so the second, finer solve decides),
     and the batch solver for what the direct one leaves."""

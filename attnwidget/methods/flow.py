@@ -43,19 +43,20 @@ as :attr:`FlowResult.max_error`) much faster, with no approximation:
   problems at once).
 
 **Measured** (``python bench/flow.py --hard --repeats 3``: CLS row, L = 12,
-our CPU time ÷ one plain scipy Dinic solve per sink on the unpruned graph,
-median of 3 runs on a shared 2-core machine at load 3–5; single runs move
-by ±15 %): n = 128: bottleneck 0.38, near-identity 0.63, blocks 0.72,
-blocks apart 0.81 (random 0.01, real 0.07); n = 64: 1.09, 0.84, 1.23,
-1.38; n = 32: 2.22, 2.07, 3.17, 2.52 (there a plain solve takes 1–2 ms and
-our per-problem work in Python dominates). The goal of ≤ 0.5× on every
-hard input at n = 128 is met only on bottleneck layers. Why it is not on
-the others: scipy spends ~45 ns per arc at every call before any flow moves
-(:mod:`._flow_layers`), so a per-sink solve of the whole graph costs about
-what the plain solver's does (block attention: 15 ms each), and the
-24-edge subgraphs that certify block and near-identity attention still
-cost 7–9 ms and 20 ms per sink with their proofs; what was tried and did
-not pay is noted in :mod:`._flow_direct` and :mod:`._flow_reuse`.
+our CPU time ÷ one plain scipy Dinic solve per sink on the unpruned graph;
+medians of 6 runs at n = 128 and 3 at n ≤ 64, a shared 2-core machine at
+load 2–5, single runs move by ±15 %): n = 128: bottleneck 0.38,
+near-identity 0.69, blocks 0.67, blocks apart 0.82 (random 0.01, real
+0.08); n = 64: 1.13, 0.94, 1.37, 1.36; n = 32: 2.17, 1.54, 2.36, 2.26
+(there a plain solve takes 1–2 ms and our per-problem work in Python
+dominates). The goal of ≤ 0.5× on every hard input at n = 128 is met
+only on bottleneck layers. Why it is not on the others: scipy spends ~45 ns
+per arc at every call before any flow moves (:mod:`._flow_layers`), so a
+per-sink solve of the whole graph costs about what the plain solver's does
+(block attention: 15 ms each), and the 24-edge subgraphs that certify block
+and near-identity attention still cost 7–9 ms and 20 ms per sink with their
+proofs; what was tried and did not pay is noted in :mod:`._flow_direct` and
+:mod:`._flow_reuse`.
 
 **Integer scaling.** scipy 1.17's ``maximum_flow`` takes int32 capacities
 (larger values are cast silently). Capacities are ≤ 1 and rounded *down* to
@@ -103,8 +104,10 @@ from .registry import ScoreContext, register
 DEFAULT_MAX_BYTES = 2 * 1024**3
 #: A value counts as "at the trivial bound" when within this of it.
 AT_BOUND_ATOL = 1e-9
-#: Shorter inputs are solved on the full graph (subgraphs would not pay off).
-SUBGRAPH_FROM_N = 25
+#: Shorter inputs are solved on the full graph (subgraphs would not pay off:
+#: on the hard inputs of ``bench/flow.py --hard``, L = 12, the full graph was
+#: 0–28 % faster at n = 32 and 0–20 % at n = 48, subgraphs 3–22 % at n = 64).
+SUBGRAPH_FROM_N = 56
 #: Solve the pairs left by the certificates with :mod:`._flow_direct` (False:
 #: with the batch solver of :mod:`._maxflow` alone; kept for tests and comparison).
 DIRECT = True
