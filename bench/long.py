@@ -27,7 +27,8 @@ measurement's allocations never hide another's:
   ``--all-max`` tokens, it needs ~24·L·H·n² bytes).
 
 Peak memory is the child's peak resident set (``ru_maxrss``) minus its
-resident set after the model is built and warmed up on 32 tokens; on CUDA it
+resident set after the model is built and warmed up on 32 tokens (freed heap
+memory handed back first, ``malloc_trim``); on CUDA it
 is ``torch.cuda.max_memory_allocated`` above the allocation before the run
 (host RSS is printed too). Time is the best of ``--repeats`` runs (one above
 1,024 tokens). On a shared 2-core machine times vary by ~10 %.
@@ -36,6 +37,7 @@ is ``torch.cuda.max_memory_allocated`` above the allocation before the run
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import resource
 import subprocess
@@ -93,6 +95,15 @@ def plain(model, tokenizer, text: str) -> None:
 
 
 def current_rss() -> int:
+    """Resident bytes now, after handing freed heap memory back (glibc ``malloc_trim``).
+
+    Without the trim, memory freed by the warm-up stays resident and a later
+    run reusing it would not raise the peak: the difference would understate.
+    """
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
     pages = int(Path("/proc/self/statm").read_text().split()[1])
     return pages * resource.getpagesize()
 
@@ -138,7 +149,7 @@ def memory_child(case: str, n: int, args: argparse.Namespace) -> dict:
     kept = run(text)
     synchronize(args)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - base
-    out = {"case": case, "n": n, "peak_bytes": peak, "keep": kept}
+    out = {"case": case, "n": n, "peak_bytes": peak, "keep": kept, "base_bytes": base}
     if cuda:
         out["gpu_peak_bytes"] = torch.cuda.max_memory_allocated() - base_gpu
     return out
