@@ -27,6 +27,7 @@ from .explain_image import explain_images
 from .explain_similarity import explain_embeddings
 from .explanation import Explanation
 from .methods import ScoreContext, available_methods, compute_scores, get_method
+from .methods.keep import keep_plan
 from .methods.options import resolve_method_options
 from .relevance.rerun import TargetScore, target_probability
 
@@ -159,7 +160,7 @@ def explain(
     # Unknown names and invalid options fail here, before the model runs.
     options = resolve_method_options([get_method(name) for name in names], method_options)
     _check_layer_options(model, options)
-    keep, smallest = _keep_plan(keep, names, options)
+    keep, smallest = keep_plan(keep, [get_method(name) for name in names], options)
     limit = max_length(model, tokenizer)
     items = [
         _item(
@@ -206,20 +207,6 @@ def explain(
                     _check_pooled_row(record.query_index, (pooled,), names, query_index)
             explanations.extend(_explanation(r, names, options) for r in records)
     return explanations[0] if single else explanations
-
-
-def _keep_plan(
-    keep: Any, names: list[str], options: dict[str, dict[str, Any]]
-) -> tuple[str | None, str]:
-    """``keep`` checked against the methods before the run, and the smallest keep they need."""
-    from .capture.keep import check_keep
-    from .methods.keep import check_keep_for, smallest_keep
-
-    keep = check_keep(keep)
-    specs = [get_method(name) for name in names]
-    if keep is not None:
-        check_keep_for(specs, options, keep)
-    return keep, smallest_keep(specs, options)
 
 
 #: Config fields that count a model's (encoder) self-attention layers.

@@ -59,3 +59,16 @@ def check_keep_for(
                 f"was captured with keep={keep!r}; pass keep={needed!r} to explain(), or "
                 "leave keep unset (None) to choose the smallest keep the methods need."
             )
+
+
+def keep_plan(
+    keep: Any, specs: Sequence[MethodSpec], options: dict[str, dict[str, Any]]
+) -> tuple[str | None, str]:
+    """``keep`` checked (value, and against the methods) before a model runs, and the
+    smallest keep the methods need (what ``keep=None`` falls back to for long inputs)."""
+    from ..capture.keep import check_keep
+
+    keep = check_keep(keep)
+    if keep is not None:
+        check_keep_for(specs, options, keep)
+    return keep, smallest_keep(specs, options)
