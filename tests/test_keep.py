@@ -153,6 +153,19 @@ def test_encoder_decoder_query_weights():
         )  # fmt: skip
 
 
+@pytest.mark.parametrize("name", ["llama-lm", "bert-cls"])
+def test_same_length_texts_in_one_batch(name, monkeypatch):
+    """Texts of one length run as one batch: each example's rows are its own."""
+    monkeypatch.setattr(keep_module, "CHUNK_FLOATS", 300)
+    model, tokenizer = build(name)
+    texts = ["the cat sat on the mat", "the cat sat on the hat", "a cat sat on the mat"]
+    assert len({len(tokenizer(text)["input_ids"]) for text in texts}) == 1
+    fulls = explain(model, tokenizer, texts, methods=METHODS, keep="all")
+    rows = explain(model, tokenizer, texts, methods=METHODS, keep="rows")
+    for exp, full in zip(rows, fulls, strict=True):
+        _check(exp, full, {})
+
+
 def test_default_keep_rule(monkeypatch):
     assert keep_module.default_keep(12, 12, 512, "rows") == "all"  # BERT-base at 512
     assert keep_module.default_keep(4, 8, 1024, "rows") == "all"  # 2**25 floats
