@@ -118,20 +118,27 @@ export function renderImageView({ model, el }: { model: Model; el: HTMLElement }
   };
 
   let imageGeneration = 0;
+  /** The image is being decoded (off the main thread): composing waits for it. */
+  let decoding = false;
   const loadImage = (): void => {
     const generation = ++imageGeneration;
     const bytes = model.get("image");
     const [height = 0, width = 0] = model.get("image_size") ?? [];
     size = fitSize(height, width, MAIN_SIDE);
     picture = null;
+    decoding = false;
     if (!bytes) return;
+    decoding = true;
     decodeImage(bytes)
       .then((decoded) => {
         if (generation !== imageGeneration) return;
         picture = decoded;
+        decoding = false;
         schedule();
       })
       .catch((err: unknown) => {
+        if (generation !== imageGeneration) return;
+        decoding = false;
         error = `cannot decode the image: ${err instanceof Error ? err.message : String(err)}`;
         schedule();
       });
@@ -181,7 +188,10 @@ export function renderImageView({ model, el }: { model: Model; el: HTMLElement }
     opacity.value = String(alpha);
     opacityText.textContent = formatPercent(alpha);
 
-    drawComposite(canvas, picture, map.canvas, alpha, size.width, size.height);
+    // While the image decodes, the maps are coloured (above and in
+    // drawMultiples) but not composed: composing twice, without and then
+    // with the image, was a tenth of the first render.
+    if (!decoding) drawComposite(canvas, picture, map.canvas, alpha, size.width, size.height);
     drawOutlines(overlay, size.width, size.height, d.rows, d.cols, shown.selected, hover);
     stage.style.width = `${size.width}px`;
     stage.style.height = `${size.height}px`;
@@ -224,7 +234,8 @@ export function renderImageView({ model, el }: { model: Model; el: HTMLElement }
     thumbs.forEach((thumb, i) => {
       const method = d.methods[i]!;
       thumb.classList.toggle("attnw-active", method === shown.method);
-      drawComposite(thumb.querySelector("canvas")!, picture, smallMapOf(doc, d, method, THUMB_SIDE), alpha, small.width, small.height);
+      const map = smallMapOf(doc, d, method, THUMB_SIDE);
+      if (!decoding) drawComposite(thumb.querySelector("canvas")!, picture, map, alpha, small.width, small.height);
     });
   };
 
