@@ -103,8 +103,11 @@ def test_page_carries_the_bundle_and_the_state(tmp_path: Path) -> None:
     assert state["methods"] == ["rollout", "signed_demo"]
     assert state["selected_token"] == 2
     assert "_esm" not in state and "layout" not in state  # machinery stays out
-    (buffer,) = payload["buffers"]
-    assert buffer["path"] == ["scores"]
+    buffers = {tuple(b["path"]): b for b in payload["buffers"]}
+    # The scores, and the (empty: no similarity pair here) second text's scores.
+    assert set(buffers) == {("scores",), ("pair_scores",)}
+    assert base64.b64decode(buffers[("pair_scores",)]["data"]) == b""
+    buffer = buffers[("scores",)]
     scores = np.frombuffer(base64.b64decode(buffer["data"]), dtype="<f4").reshape(state["shape"])
     np.testing.assert_array_equal(scores, view.score_matrix())
 
