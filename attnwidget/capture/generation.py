@@ -28,7 +28,7 @@ from .record import AttentionRecord, ModelCall
 from .run import Item, _blank_id, _device, _model_inputs, _self_attentions, _to_numpy
 from .state import autograd_on
 from .targets import resolve_target
-from .tokens import readable_token
+from .tokens import readable_token, token_strings
 from .values import ValueRecorder, output_weights, value_layouts
 
 #: Steps differentiated in one batch (each copy holds the whole sequence).
@@ -105,22 +105,6 @@ def decode(
         if token in stop_ids:
             break
     return tokens
-
-
-def _tokens(
-    tokenizer: Any, ids: Sequence[int], readable: bool
-) -> tuple[list[str], list[str], np.ndarray]:
-    """``(raw tokens, shown tokens, special mask)`` of ``ids``, as capture writes them."""
-    raw = tokenizer.convert_ids_to_tokens(list(ids))
-    special = np.array(
-        tokenizer.get_special_tokens_mask(list(ids), already_has_special_tokens=True), dtype=bool
-    )
-    shown = (
-        [readable_token(t, tokenizer, special=s) for t, s in zip(raw, special, strict=True)]
-        if readable
-        else list(raw)
-    )
-    return list(raw), shown, special
 
 
 def capture_steps(
@@ -257,7 +241,7 @@ def _capture_chunk(
         dec_attn = np.stack([_to_numpy(a) for a in decoder_attn], axis=1)
         cross = np.stack([_to_numpy(a) for a in outputs.cross_attentions], axis=1)
         dec_embeds_np = _to_numpy(decoder_embeds)
-    source_raw, source_shown, source_special = _tokens(tokenizer, full.input_ids, readable)
+    source_raw, source_shown, source_special = token_strings(tokenizer, full.input_ids, readable)
     blank = _blank_id(tokenizer)
     captured = []
     for k, step in enumerate(indices):

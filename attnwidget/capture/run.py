@@ -27,7 +27,7 @@ from .recompute import RecomputeReducer
 from .record import AttentionRecord, ModelCall
 from .state import autograd_on
 from .targets import resolve_query_index, resolve_target
-from .tokens import readable_token
+from .tokens import readable_token, token_strings
 from .values import ValueRecorder, output_weights, value_layouts
 
 
@@ -320,19 +320,7 @@ def _capture_group(
 
     records = []
     for b, item in enumerate(batch):
-        raw_tokens = tokenizer.convert_ids_to_tokens(item.input_ids)
-        special = np.array(
-            tokenizer.get_special_tokens_mask(item.input_ids, already_has_special_tokens=True),
-            dtype=bool,
-        )
-        tokens = (
-            [
-                readable_token(t, tokenizer, special=s)
-                for t, s in zip(raw_tokens, special, strict=True)
-            ]
-            if readable
-            else list(raw_tokens)
-        )
+        raw_tokens, tokens, special = token_strings(tokenizer, item.input_ids, readable)
         single = {key: value[b : b + 1] for key, value in kwargs.items()}
         record = AttentionRecord(
             kind=kind,

@@ -20,7 +20,7 @@ from ..errors import InputError, ModelNotSupportedError, NonFiniteError
 from .record import AttentionRecord, ModelCall, SimilarityTarget
 from .run import Item, _blank_id, _device, _model_inputs, _self_attentions, _to_numpy
 from .state import autograd_on
-from .tokens import readable_token
+from .tokens import token_strings
 from .values import ValueRecorder, output_weights, value_layouts
 
 #: The poolings :func:`pool` knows.
@@ -104,20 +104,6 @@ def embed(model: Any, item: Item, pooling: str) -> torch.Tensor:
             "model in float32 and check its weights."
         )
     return vector.detach()
-
-
-def token_strings(tokenizer: Any, ids: list[int], readable: bool) -> tuple[list, list, np.ndarray]:
-    """``(raw tokens, shown tokens, special mask)`` of one text's ids."""
-    raw = tokenizer.convert_ids_to_tokens(ids)
-    special = np.array(
-        tokenizer.get_special_tokens_mask(ids, already_has_special_tokens=True), dtype=bool
-    )
-    shown = (
-        [readable_token(t, tokenizer, special=s) for t, s in zip(raw, special, strict=True)]
-        if readable
-        else list(raw)
-    )
-    return list(raw), shown, special
 
 
 def capture_bare(

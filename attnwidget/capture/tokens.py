@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from typing import Any
+
+import numpy as np
 
 from ..errors import InputError, TruncationWarning
 
@@ -171,3 +174,20 @@ def second_segment_start(encoding: Any) -> int | None:
     if type_ids and 1 in type_ids:
         return list(type_ids).index(1)
     return None
+
+
+def token_strings(
+    tokenizer: Any, ids: Sequence[int], readable: bool = True
+) -> tuple[list[str], list[str], np.ndarray]:
+    """``(raw tokens, shown tokens, special mask)`` of one input's ids, as every
+    capture writes them (shown: :func:`readable_token` unless ``readable`` is False)."""
+    raw = list(tokenizer.convert_ids_to_tokens(list(ids)))
+    special = np.array(
+        tokenizer.get_special_tokens_mask(list(ids), already_has_special_tokens=True), dtype=bool
+    )
+    shown = (
+        [readable_token(t, tokenizer, special=s) for t, s in zip(raw, special, strict=True)]
+        if readable
+        else list(raw)
+    )
+    return raw, shown, special
