@@ -27,15 +27,7 @@ def grad_attention(attentions: object, gradients: object, *, start_layer: int = 
         (n, n) relevance matrix R; row i is the relevance of each input token
         for the representation at position i (the query row is the score).
     """
-    attn = as_attention_array(attentions)
-    grad = as_attention_array(gradients, name="gradients")
-    if grad.shape != attn.shape:
-        raise AttentionShapeError(
-            f"gradients have shape {grad.shape} but attentions {attn.shape}; pass the "
-            "gradient of the target with respect to each attention map, same layout."
-        )
-    if not 0 <= start_layer < attn.shape[0]:
-        raise IndexError(f"start_layer={start_layer} out of range for {attn.shape[0]} layers.")
+    attn, grad = _checked(attentions, gradients, start_layer)
     n = attn.shape[-1]
     relevance = np.eye(n)
     for layer in range(start_layer, attn.shape[0]):
@@ -64,10 +56,7 @@ def _score_grad_attention(context: ScoreContext) -> np.ndarray:
     options = context.options_for("grad_attention")
     if context.attentions is None:  # keep="fused"/"rows": propagated during backward
         rows = context.grad_attention_rows
-        if not 0 <= options["start_layer"] < rows.shape[0]:
-            raise IndexError(
-                f"start_layer={options['start_layer']} out of range for {rows.shape[0]} layers."
-            )
+        _check_start_layer(options["start_layer"], rows.shape[0])
         return rows[options["start_layer"]].astype(np.float64)
     return grad_attention_row(
         context.attentions,
@@ -86,6 +75,18 @@ def grad_attention_row(
     n² work per layer instead of n³. ``query`` (n,) is the query as a
     distribution over positions (one-hot at the query row).
     """
+    attn, grad = _checked(attentions, gradients, start_layer)
+    vector = np.asarray(query, dtype=np.float64)
+    for layer in range(attn.shape[0] - 1, start_layer - 1, -1):
+        weighted = np.clip(grad[layer] * attn[layer], 0.0, None).mean(axis=0)
+        vector = vector + vector @ weighted
+    return vector
+
+
+def _checked(
+    attentions: object, gradients: object, start_layer: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The attention and its gradient as (L, H, n, n) arrays of one layout, and a valid start."""
     attn = as_attention_array(attentions)
     grad = as_attention_array(gradients, name="gradients")
     if grad.shape != attn.shape:
@@ -93,10 +94,10 @@ def grad_attention_row(
             f"gradients have shape {grad.shape} but attentions {attn.shape}; pass the "
             "gradient of the target with respect to each attention map, same layout."
         )
-    if not 0 <= start_layer < attn.shape[0]:
-        raise IndexError(f"start_layer={start_layer} out of range for {attn.shape[0]} layers.")
-    vector = np.asarray(query, dtype=np.float64)
-    for layer in range(attn.shape[0] - 1, start_layer - 1, -1):
-        weighted = np.clip(grad[layer] * attn[layer], 0.0, None).mean(axis=0)
-        vector = vector + vector @ weighted
-    return vector
+    _check_start_layer(start_layer, attn.shape[0])
+    return attn, grad
+
+
+def _check_start_layer(start_layer: int, layers: int) -> None:
+    if not 0 <= start_layer < layers:
+        raise IndexError(f"start_layer={start_layer} out of range for {layers} layers.")
