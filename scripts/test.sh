@@ -32,7 +32,8 @@ python -m pytest -q -p no:cacheprovider "$@"
 # The oldest transformers the package declares (pyproject.toml's floor; a
 # test checks the two agree), in a second environment: the package imports,
 # captures and computes every method but LRP/chefer2021 (which need
-# transformers' AttentionInterface; their tests skip with that reason). torch
+# transformers' AttentionInterface; their tests skip with that reason). It has
+# no numba, so tests/test_flow.py there runs flow's scipy-based fallback. torch
 # comes from constraints.txt, the package from this checkout (python -m
 # pytest puts it first on the path). Reused when it already holds that version;
 # ATTNWIDGET_SKIP_OLDEST=1 leaves the step out (e.g. while iterating locally).

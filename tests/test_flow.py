@@ -235,6 +235,7 @@ def test_certificates_and_subgraphs_match_networkx(monkeypatch: pytest.MonkeyPat
     onto small cases, which the defaults would solve on the full graph. The
     first two have pairs just below their bound that a loose certificate
     would wrongly claim."""
+    monkeypatch.setattr(flow_module, "PUSH", False)  # the scipy-based solvers
     monkeypatch.setattr(flow_module, "SUBGRAPH_FROM_N", 0)
     monkeypatch.setattr(_flowcert, "TRANSPORT_FROM", 4)
     monkeypatch.setattr(_maxflow, "KEEP", 1)  # sparse first subgraphs that must grow

@@ -92,8 +92,14 @@ CASES = [
 ]
 
 
+@pytest.mark.parametrize("push", [True, False], ids=["push-relabel", "scipy"])
 @pytest.mark.parametrize(("make", "layers", "n"), CASES)
-def test_hard_attention_matches_networkx(make, layers: int, n: int) -> None:
+def test_hard_attention_matches_networkx(
+    make, layers: int, n: int, push: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The default solvers: the compiled push–relabel one, and the scipy-based ones
+    that flow uses without numba."""
+    monkeypatch.setattr(flow_module, "PUSH", push)
     below = sum(check(make(layers, n, seed), [0, n // 3, n - 1]) for seed in (0, 1)) / 2
     assert below >= 0.3  # these inputs must be hard: many values below the bound
 
@@ -107,6 +113,7 @@ def test_subgraphs_second_solves_and_fallbacks_match_networkx(
     the transport trial cut short, the last resort of the proof (one small max
     flow), a proof that never succeeds (so the second, finer solve decides),
     and the batch solver for what the direct one leaves."""
+    monkeypatch.setattr(flow_module, "PUSH", False)  # the scipy-based solvers
     monkeypatch.setattr(flow_module, "SUBGRAPH_FROM_N", 0)
     monkeypatch.setattr(flow_module, "DIRECT_FROM", 3)
     monkeypatch.setattr(_flowcert, "TRANSPORT_FROM", 4)
@@ -126,6 +133,7 @@ def test_level_left_after_failures_in_a_row(monkeypatch: pytest.MonkeyPatch) -> 
     """A subgraph level is left once FAILS_IN_ROW tries in a row fail, long before
     TRIAL tries; the values are still networkx's (near-identity attention: the
     1-edge subgraphs fail for every sink but the source's own token)."""
+    monkeypatch.setattr(flow_module, "PUSH", False)  # the scipy-based solvers
     monkeypatch.setattr(flow_module, "SUBGRAPH_FROM_N", 0)
     monkeypatch.setattr(flow_module, "DIRECT_FROM", 3)
     monkeypatch.setattr(_flow_direct, "LEVELS", ((1, False), (3, False)))
@@ -148,7 +156,9 @@ def test_level_left_after_failures_in_a_row(monkeypatch: pytest.MonkeyPatch) -> 
 
 def test_refine_is_needed_on_large_near_identity_cuts(monkeypatch: pytest.MonkeyPatch) -> None:
     """Values still certified on near-identity attention at n = 48, whose cuts are large
-    (there the first proof often fails and the second solve decides)."""
+    (there the first proof often fails and the second solve decides), and equal to the
+    compiled push–relabel solver's."""
+    monkeypatch.setattr(flow_module, "PUSH", False)
     attentions = near_identity(12, 48, 0)
     result = attention_flow_result(attentions, rows=[0], normalize=False)
     assert result.max_error <= 1e-10
@@ -156,6 +166,11 @@ def test_refine_is_needed_on_large_near_identity_cuts(monkeypatch: pytest.Monkey
     monkeypatch.setattr(flow_module, "DIRECT", False)
     other = attention_flow_result(attentions, rows=[0], normalize=False)
     np.testing.assert_allclose(result.raw_values, other.raw_values, atol=2e-10, rtol=0)
+    if flow_module._flow_push.AVAILABLE:
+        monkeypatch.setattr(flow_module, "PUSH", True)
+        pushed = attention_flow_result(attentions, rows=[0], normalize=False)
+        assert pushed.max_error <= 1e-10
+        np.testing.assert_allclose(result.raw_values, pushed.raw_values, atol=2e-10, rtol=0)
 
 
 # ---------------------------------------------------------------- edge flows

@@ -56,6 +56,7 @@ def problem(attentions: np.ndarray, row: int = 0):
 
 def test_reused_cuts_match_networkx(monkeypatch: pytest.MonkeyPatch) -> None:
     """Cuts shared by neighbouring sinks certify their values without a solve, exactly."""
+    monkeypatch.setattr(flow_module, "PUSH", False)  # the scipy-based solvers
     monkeypatch.setattr(flow_module, "SUBGRAPH_FROM_N", 0)
     monkeypatch.setattr(flow_module, "DIRECT_FROM", 3)
     monkeypatch.setattr(_flow_direct, "REUSE_FROM_N", 0)

@@ -1,5 +1,10 @@
 """Exact max flows of the problems the certificates leave, one by one, cheapest way first.
 
+The scipy-based path: :mod:`attnwidget.methods.flow` uses it when numba is
+missing (or ``flow.PUSH`` is False); otherwise the compiled push–relabel
+solver of :mod:`._flow_push` takes these problems (4–20× faster on the hard
+inputs of ``bench/flow.py --hard`` at n = 128).
+
 Part of exact attention flow (Abnar & Zuidema, ACL 2020,
 :mod:`attnwidget.methods.flow`). A pruned problem is source → node layers
 T−1 … 1 → sink (``inner[t]`` between node layers T−1−t and T−2−t, top

@@ -93,7 +93,7 @@ def demands(adjusted: np.ndarray, top: int) -> dict[int, np.ndarray]:
 
 
 def certify(
-    adjusted: np.ndarray, top: int, rows: np.ndarray, bound: np.ndarray
+    adjusted: np.ndarray, top: int, rows: np.ndarray, bound: np.ndarray, *, transport: bool = True
 ) -> tuple[np.ndarray, np.ndarray]:
     """Pairs whose max flow provably equals ``bound``: bool (len(rows), n), and errors.
 
@@ -103,7 +103,7 @@ def certify(
     ``bound[r, j]`` is the trivial bound of source ``rows[r]`` (node layer
     ``top``) and sink j. Two certificates, cheapest first: Sinkhorn scaling at
     up to :data:`MEET_LAYERS` edge layers, then (``top`` ≥ 6) an exact
-    transport at the top edge layer.
+    transport at the top edge layer (skipped when ``transport`` is False).
     """
     n = adjusted.shape[-1]
     done = np.zeros(bound.shape, dtype=bool)
@@ -127,7 +127,7 @@ def certify(
             return done, error
         if done.sum() < MEET_WORTH * bound.size:
             break  # scaling does not suit this attention; go to the exact transport
-    if top < TRANSPORT_FROM:  # shallow: solving the whole graph costs about the same
+    if top < TRANSPORT_FROM or not transport:  # shallow: the whole graph costs about the same
         return done, error
     # Exact transport from the source's own edges (no rollout) through the
     # top edge layer Â_{top-1} into the demand of node layer top−2.

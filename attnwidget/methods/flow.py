@@ -24,42 +24,38 @@ as :attr:`FlowResult.max_error`) much faster, with no approximation:
   most ``τ = min(capacity out of the source, capacity into the sink)``, and
   a feasible flow of value τ proves the maximum is τ. On real attention most
   values sit at τ; such flows are built for many pairs at once (rollout
-  supply, proportional demand, Sinkhorn scaling at one layer; else an exact
-  transport through the top layer) and checked explicitly.
-* **Exact solver** for the rest (:mod:`._flow_direct`), one problem at a
-  time, cheapest way first: (1) a cut certified for an earlier sink of the
-  same row, priced with this sink's capacities and proven by moving that
-  sink's flow over (:mod:`._flow_reuse`; no solve: on block attention
-  neighbouring sinks share their cut); (2) scipy's Dinic on a subgraph (each
-  node's strongest edges, the source's and the sink's token chains, then the
-  edges of the nodes near source and sink), its cut priced with all edges;
-  (3) the whole pruned graph. Solves run on the reversed graph (sink first)
-  with each layer's nodes numbered by how much sink demand and source supply
-  they carry (:mod:`._flow_layers`), which cut scipy's search steps 2–5× on
-  the hard inputs below. The rounding of a solve (below) is closed by
-  routing its losses along residual trees (:mod:`._flow_proof`), else by a
-  second solve on the residual graph at a finer scale. What that leaves
-  uncertified goes to :mod:`._maxflow`'s batch solver (scipy's Dinic on many
-  problems at once).
+  supply, proportional demand, Sinkhorn scaling at one layer; else, on the
+  scipy-based path, an exact transport through the top layer) and checked
+  explicitly.
+* **Exact solver** for the rest: with numba installed (a dependency), a
+  compiled push–relabel solver (:mod:`._flow_push`) that carries one preflow
+  from sink to sink of a source row, so each later sink only reroutes the
+  previous one's flow (no per-sink set-up), its values proven by a cut to
+  ~1e-13 (capacities rounded to 2**-56). Without numba (:data:`PUSH` False
+  or the import failing), the scipy-based solvers (:mod:`._flow_direct`):
+  (1) a cut certified for an earlier sink of the same row, priced with this
+  sink's capacities and proven by moving that sink's flow over
+  (:mod:`._flow_reuse`); (2) scipy's Dinic on a subgraph (each node's
+  strongest edges, the source's and the sink's token chains, then the edges
+  of the nodes near source and sink), its cut priced with all edges; (3) the
+  whole pruned graph, solved on the reversed graph with each layer's nodes
+  ordered by sink demand and source supply (:mod:`._flow_layers`); the
+  rounding of a solve (below) closed by routing its losses along residual
+  trees (:mod:`._flow_proof`), else by a second solve at a finer scale; what
+  is left goes to :mod:`._maxflow`'s batch solver.
 
 **Measured** (``python bench/flow.py --hard --repeats 3``: CLS row, L = 12,
-our CPU time ÷ one plain scipy Dinic solve per sink on the unpruned graph;
-medians of 6 runs at n = 128 and 3 at n ≤ 64, a shared 2-core machine at
-load 2–5, single runs move by ±15 %): n = 128: bottleneck 0.38,
-near-identity 0.69, blocks 0.67, blocks apart 0.82 (random 0.01, real
-0.08); n = 64: 1.13, 0.94, 1.37, 1.36; n = 32: 2.17, 1.54, 2.36, 2.26
-(there a plain solve takes 1–2 ms and our per-problem work in Python
-dominates). The goal of ≤ 0.5× on every hard input at n = 128 is met
-only on bottleneck layers. Why it is not on the others: scipy spends ~45 ns
-per arc at every call before any flow moves (:mod:`._flow_layers`), so a
-per-sink solve of the whole graph costs about what the plain solver's does
-(block attention: 15 ms each), and the 24-edge subgraphs that certify block
-and near-identity attention still cost 7–9 ms and 20 ms per sink with their
-proofs; what was tried and did not pay is noted in :mod:`._flow_direct` and
-:mod:`._flow_reuse`.
+our CPU time ÷ one plain scipy Dinic solve per sink on the unpruned graph,
+a 2-core machine): n = 128: bottleneck 0.24, near-identity 0.09, blocks
+0.08, blocks apart 0.04 (random 0.01, real 0.05); n = 64: 0.31, 0.12, 0.10,
+0.05; n = 32: 0.35, 0.22, 0.31, 0.29 (goal ≤ 0.5). The scipy-based
+fallback alone gave 0.38, 0.69, 0.67, 0.82 at n = 128: scipy spends ~45 ns
+per arc at every call before any flow moves, so per-sink solves cost about
+what the plain solver's do. The first call in a new installation compiles
+the solver (~10 s; numba caches it on disk for later processes).
 
-**Integer scaling.** scipy 1.17's ``maximum_flow`` takes int32 capacities
-(larger values are cast silently). Capacities are ≤ 1 and rounded *down* to
+**Integer scaling** (the scipy-based path). scipy 1.17's ``maximum_flow``
+takes int32 capacities (larger values are cast silently). Capacities are ≤ 1 and rounded *down* to
 multiples of 2**-30 (scale 2**30, so every capacity and flow value stays ≤
 2**30 < 2**31). The integer flow is then feasible for the real capacities,
 and a min cut C of the rounded graph shows the first solve is short by less
@@ -85,6 +81,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import TooLargeError
+from . import _flow_push
 from ._flow_direct import solve_direct
 from ._flowcert import certify
 from ._graph import (
@@ -111,6 +108,10 @@ SUBGRAPH_FROM_N = 56
 #: Solve the pairs left by the certificates with :mod:`._flow_direct` (False:
 #: with the batch solver of :mod:`._maxflow` alone; kept for tests and comparison).
 DIRECT = True
+#: Solve the pairs the certificates leave with the compiled push–relabel
+#: solver of :mod:`._flow_push` when numba is installed (False: the scipy-based
+#: solvers below; kept for tests and for machines without numba).
+PUSH = True
 #: Fewest node layers for the direct solver: on shallower graphs each problem
 #: is so small that Python's per-problem overhead dominates, and the batch
 #: solver (many problems per scipy call) was 1.5–3.5× faster (real attention,
@@ -262,9 +263,20 @@ def _max_flows(
             raw[start : start + step] = np.minimum(part, sink_caps[None]).sum(axis=1)
         return raw, bound, gap
     raw = np.zeros(bound.shape)
-    done, gap = certify(adjusted, top, sources, bound)
+    push = PUSH and _flow_push.AVAILABLE
+    # With the compiled solver the exact transport certificate costs more
+    # than it saves (real attention, n = 128: 160 ms vs 60 ms for the row).
+    done, gap = certify(adjusted, top, sources, bound, transport=not push)
     raw[done] = bound[done]
     todo_r, todo_j = np.nonzero(~done)
+    if todo_r.size and push:
+        graph = _flow_push.prepare([adjusted[layer] for layer in range(top - 1)])
+        for r in np.unique(todo_r):
+            sinks = todo_j[todo_r == r]  # ascending: neighbours in turn
+            flows = _flow_push.solve_row(graph, source_caps[r], sinks)
+            raw[r, sinks] = flows.value
+            gap[r, sinks] = flows.error
+        return raw, bound, gap
     inner = [adjusted[layer - 1] for layer in range(top - 1, 1, -1)]
     # Short inputs or three node layers: the full graph is as cheap as subgraphs.
     chains = None if n < SUBGRAPH_FROM_N or top <= 3 else (sources[todo_r], todo_j)
