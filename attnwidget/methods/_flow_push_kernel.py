@@ -120,6 +120,64 @@ def _fill_buckets(excess, label, sink, big, bucket_head, bucket_next):  # pragma
     return highest
 
 
+def _start(
+    c, supply, f, room_down, room_in, flow_in, flow_down, excess, top, n
+):  # pragma: no cover - jit
+    """A bare preflow: no arc carries flow, the source's arcs saturated."""
+    f[:] = 0
+    room_down[:] = 0
+    room_in[:] = 0
+    flow_in[:] = 0
+    flow_down[:] = 0
+    for a in range(top - 1):
+        for i in range(n):
+            for j in range(n):
+                if c[a, i, j] > 0:
+                    _set(room_down, a + 1, i, j)
+                    _set(room_in, a, j, i)
+    excess[:] = 0
+    for k in range(n):
+        excess[(top - 1) * n + k] = supply[k]
+
+
+def _gap(du, top_label, level, label, count, n):  # pragma: no cover - jit
+    """No node has label du: those above it cannot reach the sink; label them N."""
+    big = level.shape[1] - 1
+    for d in range(du + 1, top_label + 1):
+        for other in range(level.shape[0]):
+            for w in range(level.shape[2]):
+                m = level[other, d, w]
+                level[other, d, w] = 0
+                while m != 0:
+                    bit = m & -m
+                    m ^= bit
+                    label[other * n + w * 64 + _lowest(bit)] = big
+        count[d] = 0
+
+
+def _cut(c, real_t, real_source, supply, label, top, n):  # pragma: no cover - jit
+    """Capacity of the cut into T' = {label < N}: (integers, floats, arcs counted)."""
+    big = top * n
+    int_cut = 0
+    real_cut = 0.0
+    arcs = 0
+    for k in range(n):  # the source's arcs
+        if label[(top - 1) * n + k] < big:
+            int_cut += supply[k]
+            real_cut += real_source[k]
+            arcs += 1
+    for a in range(top - 1):
+        for j in range(n):
+            if label[a * n + j] == big:
+                continue
+            for i in range(n):
+                if label[(a + 1) * n + i] == big and real_t[a, j, i] > 0:
+                    int_cut += c[a, i, j]
+                    real_cut += real_t[a, j, i]
+                    arcs += 1
+    return int_cut, real_cut, arcs
+
+
 def solve_sinks(
     c, real_t, real_source, supply, sinks, warm, global_every, lower, upper, cut_arcs, stats
 ):  # pragma: no cover - jit
@@ -149,26 +207,12 @@ def solve_sinks(
     bucket_head = np.full(big + 1, -1, dtype=np.int64)
     bucket_next = np.full(big, -1, dtype=np.int64)
     queue = np.empty(big, dtype=np.int64)
-    base_top = (top - 1) * n
     every = int(global_every * big) + 1
     ok = True
     for s in range(sinks.size):
         sink = sinks[s]
         if s == 0 or not warm:
-            f[:] = 0
-            room_down[:] = 0
-            room_in[:] = 0
-            flow_in[:] = 0
-            flow_down[:] = 0
-            for a in range(top - 1):
-                for i in range(n):
-                    for j in range(n):
-                        if c[a, i, j] > 0:
-                            _set(room_down, a + 1, i, j)
-                            _set(room_in, a, j, i)
-            excess[:] = 0
-            for k in range(n):  # the source's arcs, saturated
-                excess[base_top + k] = supply[s, k]
+            _start(c, supply[s], f, room_down, room_in, flow_in, flow_down, excess, top, n)
         top_label = _relabel_all(room_in, flow_down, level, label, count, queue, seen, top, n, sink)
         highest = _fill_buckets(excess, label, sink, big, bucket_head, bucket_next)
         relabels = 0
@@ -251,16 +295,7 @@ def solve_sinks(
                 _clear(level, layer, du, i)
                 count[du] -= 1
                 if count[du] == 0:  # gap: nothing at or above du reaches the sink
-                    for d in range(du + 1, top_label + 1):
-                        for other in range(top):
-                            for w in range(words):
-                                m = level[other, d, w]
-                                level[other, d, w] = 0
-                                while m != 0:
-                                    bit = m & -m
-                                    m ^= bit
-                                    label[other * n + w * 64 + _lowest(bit)] = big
-                        count[d] = 0
+                    _gap(du, top_label, level, label, count, n)
                     top_label = du - 1
                     new = big
                 if new >= big:
@@ -281,23 +316,7 @@ def solve_sinks(
                 relabels = 0
         # the minimum cut: T' = the nodes that reach the sink in the residual graph
         _relabel_all(room_in, flow_down, level, label, count, queue, seen, top, n, sink)
-        int_cut = 0
-        real_cut = 0.0
-        arcs = 0
-        for k in range(n):
-            if label[base_top + k] < big:
-                int_cut += supply[s, k]
-                real_cut += real_source[s, k]
-                arcs += 1
-        for a in range(top - 1):
-            for j in range(n):
-                if label[a * n + j] == big:
-                    continue
-                for i in range(n):
-                    if label[(a + 1) * n + i] == big and real_t[a, j, i] > 0:
-                        int_cut += c[a, i, j]
-                        real_cut += real_t[a, j, i]
-                        arcs += 1
+        int_cut, real_cut, arcs = _cut(c, real_t, real_source[s], supply[s], label, top, n)
         if int_cut != excess[sink]:
             ok = False
         lower[s] = excess[sink] / SCALE
@@ -310,6 +329,9 @@ if AVAILABLE:
     _lowest = njit(cache=True, nogil=True, inline="always")(_lowest)
     _set = njit(cache=True, nogil=True, inline="always")(_set)
     _clear = njit(cache=True, nogil=True, inline="always")(_clear)
+    _start = njit(cache=True, nogil=True)(_start)
+    _gap = njit(cache=True, nogil=True)(_gap)
+    _cut = njit(cache=True, nogil=True)(_cut)
     _relabel_all = njit(cache=True, nogil=True)(_relabel_all)
     _fill_buckets = njit(cache=True, nogil=True)(_fill_buckets)
     solve_sinks = njit(cache=True, nogil=True)(solve_sinks)

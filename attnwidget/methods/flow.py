@@ -271,8 +271,9 @@ def _max_flows(
     todo_r, todo_j = np.nonzero(~done)
     if todo_r.size and push:
         graph = _flow_push.prepare([adjusted[layer] for layer in range(top - 1)])
-        for r in np.unique(todo_r):
-            sinks = todo_j[todo_r == r]  # ascending: neighbours in turn
+        # np.nonzero gives the pairs by row, each row's sinks ascending (neighbours in turn)
+        for part in np.split(np.arange(todo_r.size), np.flatnonzero(np.diff(todo_r)) + 1):
+            r, sinks = todo_r[part[0]], todo_j[part]
             flows = _flow_push.solve_row(graph, source_caps[r], sinks)
             raw[r, sinks] = flows.value
             gap[r, sinks] = flows.error
