@@ -315,7 +315,7 @@ def solver_line() -> None:
         print("solver: scipy-based (numba is not installed)")
         return
     start = time.perf_counter()
-    attention_flow_result(block_attention(16), rows=[0])  # compiles, or loads numba's cache
+    _flow_push.warm_up()  # compiles, or loads numba's cache
     print(
         "solver: compiled push-relabel (numba); first call, untimed below: "
         f"{time.perf_counter() - start:.2f} s"

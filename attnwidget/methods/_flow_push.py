@@ -49,7 +49,7 @@ import numpy as np
 
 from ._flow_push_kernel import AVAILABLE, SCALE, solve_sinks
 
-__all__ = ["AVAILABLE", "PushGraph", "RowFlows", "prepare", "solve_row"]
+__all__ = ["AVAILABLE", "PushGraph", "RowFlows", "prepare", "solve_row", "warm_up"]
 #: A global relabel after this many relabels, as a multiple of the node count.
 GLOBAL_EVERY = 1.0
 #: float64 rounding of a cut's sum: at most this per arc summed.
@@ -149,3 +149,13 @@ def solve_row(
         relabels=int(stats[0]),
         global_relabels=int(stats[1]),
     )
+
+
+def warm_up() -> None:
+    """Compile the solver (or load numba's on-disk cache) now, on a 2-token graph.
+
+    The first call in a process otherwise pays it: ~1 s to load the cache,
+    ~10 s to compile on a new installation.
+    """
+    layers = [np.full((2, 2), 0.5)] * 2
+    solve_row(prepare(layers), np.array([0.5, 0.5]), np.arange(2))
