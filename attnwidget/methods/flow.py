@@ -46,13 +46,14 @@ as :attr:`FlowResult.max_error`) much faster, with no approximation:
 
 **Measured** (``python bench/flow.py --hard --repeats 3``: CLS row, L = 12,
 our CPU time ÷ one plain scipy Dinic solve per sink on the unpruned graph,
-a 2-core machine): n = 128: bottleneck 0.24, near-identity 0.09, blocks
-0.08, blocks apart 0.04 (random 0.01, real 0.05); n = 64: 0.31, 0.12, 0.10,
-0.05; n = 32: 0.35, 0.22, 0.31, 0.29 (goal ≤ 0.5). The scipy-based
-fallback alone gave 0.38, 0.69, 0.67, 0.82 at n = 128: scipy spends ~45 ns
-per arc at every call before any flow moves, so per-sink solves cost about
-what the plain solver's do. The first call in a new installation compiles
-the solver (~10 s; numba caches it on disk for later processes).
+medians of 3 runs on a 2-core machine): n = 128: bottleneck 0.24,
+near-identity 0.10, blocks 0.08, blocks apart 0.04 (random 0.01, real
+0.05); n = 64: 0.31, 0.13, 0.09, 0.05; n = 32: 0.38, 0.25, 0.29, 0.28
+(goal ≤ 0.5). The scipy-based fallback alone gave 0.38, 0.69, 0.67, 0.82
+at n = 128: scipy spends ~45 ns per arc at every call before any flow
+moves, so per-sink solves cost about what the plain solver's do. The first
+call in a process loads the compiled solver from numba's disk cache (~1 s;
+~10 s to compile it on a new installation; :func:`._flow_push.warm_up`).
 
 **Integer scaling** (the scipy-based path). scipy 1.17's ``maximum_flow``
 takes int32 capacities (larger values are cast silently). Capacities are ≤ 1 and rounded *down* to
