@@ -199,3 +199,16 @@ def test_without_numba_the_kernel_imports_and_flow_uses_scipy(
     values = attention_flow_result(attentions, rows=[0], normalize=False).raw_values[0]
     expected = oracle(adjusted_layers(attentions), 0, list(range(6)))
     np.testing.assert_allclose(values, expected, atol=1e-9, rtol=0)
+
+
+def test_capacities_outside_the_unit_range_and_a_missing_numba_are_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The integer scale assumes re-normalised rows: other capacities are an error, not
+    an overflow; without numba the solver says what it needs."""
+    for bad in (np.array([[1.5, 0.0], [0.0, 1.0]]), np.array([[np.nan, 1.0], [0.0, 1.0]])):
+        with pytest.raises(ValueError, match=r"within \[0, 1\]"):
+            _flow_push.prepare([bad, np.eye(2)])
+    monkeypatch.setattr(_flow_push, "AVAILABLE", False)
+    with pytest.raises(RuntimeError, match="numba"):
+        _flow_push.prepare([np.eye(2)])
