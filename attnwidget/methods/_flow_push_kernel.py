@@ -3,6 +3,20 @@
 Plain functions, compiled with numba when it is installed (the module still
 imports without it; :data:`AVAILABLE` says which). See :mod:`._flow_push`
 for the method, the certificate and why the arrays are bit sets.
+
+The arrays, for node (l, i) (l = 0 … top−1; l = 0 are the input tokens;
+node id l·n + i; N = top·n means "cannot reach the sink"):
+
+* ``room_down[l, i]``: bits j, arc (l, i) → (l−1, j) has room;
+* ``flow_in[l, i]``: bits k, arc (l+1, k) → (l, i) carries flow (so (l, i)
+  can push back up to (l+1, k));
+* ``room_in[l, j]``: bits i, arc (l+1, i) → (l, j) has room (the transpose
+  of ``room_down``, for the breadth-first search);
+* ``flow_down[l, j]``: bits k, arc (l, j) → (l−1, k) carries flow (the
+  transpose of ``flow_in``);
+* ``level[l, d]``: bits i, node (l, i) has label d;
+* ``f[a, i, j]``: the integer flow on arc (a+1, i) → (a, j), ``c`` its
+  capacity.
 """
 
 from __future__ import annotations
@@ -35,22 +49,6 @@ def _set(bits, layer, node, index):  # pragma: no cover - jit
 
 def _clear(bits, layer, node, index):  # pragma: no cover - jit
     bits[layer, node, index >> 6] &= ~(np.int64(1) << (index & 63))
-
-
-class State:
-    """Names of the kernel's arrays (documentation only; numba passes them one by one).
-
-    For node (l, i) (l = 0 … top−1; l = 0 are the input tokens):
-
-    * ``room_down[l, i]``: bits j, arc (l, i) → (l−1, j) has room;
-    * ``flow_in[l, i]``: bits k, arc (l+1, k) → (l, i) carries flow (so
-      (l, i) can push back up to (l+1, k));
-    * ``room_in[l, j]``: bits i, arc (l+1, i) → (l, j) has room (the
-      transpose of ``room_down``, for the breadth-first search);
-    * ``flow_down[l, j]``: bits k, arc (l, j) → (l−1, k) carries flow (the
-      transpose of ``flow_in``);
-    * ``level[l, d]``: bits i, node (l, i) has label d.
-    """
 
 
 def _relabel_all(
