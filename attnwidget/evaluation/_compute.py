@@ -3,9 +3,10 @@
 :func:`compute_chunk` explains a chunk's examples in one
 :func:`attnwidget.explain` call and computes every metric of every method on
 them. The local and the Dask executors call exactly this function on exactly
-the same chunks (cut by position in the data), and torch runs with the same
-number of threads in both, so their numbers are identical, and so are those
-of a resumed run.
+the same chunks (cut by position in the data), torch runs with the same
+number of threads in both, and the workers' model keeps the weights' memory
+alignment (:mod:`._alignment`), so their numbers are identical, and so are
+those of a resumed run.
 """
 
 from __future__ import annotations

@@ -20,9 +20,11 @@ it in memory, and every chunk task takes that one future as an argument,
 so a task is handed the worker's copy, not a new one. The bundle counts its
 unpickling in a worker-side counter (:func:`load_counts`, readable with
 ``client.run(load_counts)``), which the tests check is 1 on each worker
-whatever the number of tasks. On a real cluster the model travels once per
-worker over the network; a very large model may rather be loaded by the
-workers themselves from shared storage (not provided here).
+whatever the number of tasks. The worker's copy keeps each weight's memory
+alignment (:mod:`._alignment`), so torch picks the same kernels as here. On
+a real cluster the model travels once per worker over the network; a very
+large model may rather be loaded by the workers themselves from shared
+storage (not provided here).
 
 Each chunk is a task; results come back to this process as tasks finish,
 are written to the results file (when ``store=`` is given) and fill the
@@ -39,6 +41,7 @@ from typing import Any
 
 from ..capture.state import register_recorded_outputs
 from ..errors import InputError
+from . import _alignment
 from ._compute import ChunkResult, ChunkTask, Plan, compute_chunk
 
 EXECUTORS = ("local", "dask")
@@ -56,10 +59,18 @@ class ModelBundle:
         self.token = token or uuid.uuid4().hex
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"model": self.model, "tokenizer": self.tokenizer, "token": self.token}
+        return {
+            "model": self.model,
+            "tokenizer": self.tokenizer,
+            "token": self.token,
+            "offsets": _alignment.offsets(self.model),
+        }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        offsets = state.pop("offsets", {})
         self.__dict__.update(state)
+        # The same weight alignment as the original: the same kernels, the same numbers.
+        _alignment.restore(self.model, offsets)
         register_recorded_outputs(list(self.model.modules()))  # before any other use
         _LOADS[self.token] += 1
 
