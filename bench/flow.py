@@ -311,7 +311,7 @@ def print_row(row: Row) -> None:
 
 def solver_line() -> None:
     """Which exact solver runs, and the one-off cost of loading (or compiling) it."""
-    if not _flow_push.AVAILABLE:
+    if not _flow_push.available():
         print("solver: scipy-based (numba is not installed)")
         return
     start = time.perf_counter()

@@ -179,7 +179,7 @@ def test_refine_is_needed_on_large_near_identity_cuts(monkeypatch: pytest.Monkey
     monkeypatch.setattr(flow_module, "DIRECT", False)
     other = attention_flow_result(attentions, rows=[0], normalize=False)
     np.testing.assert_allclose(result.raw_values, other.raw_values, atol=2e-10, rtol=0)
-    if flow_module._flow_push.AVAILABLE:
+    if flow_module._flow_push.available():
         monkeypatch.setattr(flow_module, "PUSH", True)
         pushed = attention_flow_result(attentions, rows=[0], normalize=False)
         assert pushed.max_error <= 1e-10

@@ -14,17 +14,13 @@ import networkx as nx
 import numpy as np
 import pytest
 from networkx.algorithms.flow import edmonds_karp
+from test_flow_hard import bottleneck, softmax
 
 from attnwidget.methods import _flow_push, _flow_push_kernel
 from attnwidget.methods import flow as flow_module
 from attnwidget.methods.flow import attention_flow_result
 
-pytestmark = pytest.mark.skipif(not _flow_push.AVAILABLE, reason="numba is not installed")
-
-
-def softmax(logits: np.ndarray) -> np.ndarray:
-    e = np.exp(logits - logits.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
+pytestmark = pytest.mark.skipif(not _flow_push.available(), reason="numba is not installed")
 
 
 def adjusted_layers(attentions: np.ndarray) -> np.ndarray:
@@ -65,16 +61,6 @@ def blocks(layers: int, n: int, seed: int, width: int) -> np.ndarray:
 def near_identity(layers: int, n: int, seed: int) -> np.ndarray:
     spread = np.random.default_rng(seed).random((layers, 2, n, n))
     return 0.95 * np.eye(n) + 0.05 * spread / spread.sum(axis=-1, keepdims=True)
-
-
-def bottleneck(layers: int, n: int, seed: int) -> np.ndarray:
-    """Banded local heads; every third layer two hub tokens take nearly all attention."""
-    rng = np.random.default_rng(seed)
-    far = np.abs(np.arange(n)[:, None] - np.arange(n)[None, :]) > 1
-    logits = rng.normal(size=(layers, 2, n, n)) * 3.0 - 9.0 * far
-    for layer in range(1, layers, 3):
-        logits[layer][:, :, rng.choice(n, 2, replace=False)] += 15.0
-    return softmax(logits)
 
 
 def solve(adjusted: np.ndarray, source: int, sinks, **options) -> _flow_push.RowFlows:
@@ -185,7 +171,7 @@ def test_without_numba_the_kernel_imports_and_flow_uses_scipy(
         spec = importlib.util.spec_from_file_location("kernel", {_flow_push_kernel.__file__!r})
         kernel = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(kernel)
-        print(kernel.AVAILABLE, "numba" in sys.modules)
+        print(kernel.available(), "numba" in sys.modules)
         """
     )
     done = subprocess.run(
@@ -193,7 +179,7 @@ def test_without_numba_the_kernel_imports_and_flow_uses_scipy(
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["False", "False"]
-    monkeypatch.setattr(_flow_push, "AVAILABLE", False)
+    monkeypatch.setattr(_flow_push, "available", lambda: False)
     monkeypatch.setattr(_flow_push, "solve_row", None)  # would raise if flow still called it
     attentions = near_identity(5, 6, 0)
     values = attention_flow_result(attentions, rows=[0], normalize=False).raw_values[0]
@@ -209,6 +195,6 @@ def test_capacities_outside_the_unit_range_and_a_missing_numba_are_refused(
     for bad in (np.array([[1.5, 0.0], [0.0, 1.0]]), np.array([[np.nan, 1.0], [0.0, 1.0]])):
         with pytest.raises(ValueError, match=r"within \[0, 1\]"):
             _flow_push.prepare([bad, np.eye(2)])
-    monkeypatch.setattr(_flow_push, "AVAILABLE", False)
+    monkeypatch.setattr(_flow_push, "available", lambda: False)
     with pytest.raises(RuntimeError, match="numba"):
         _flow_push.prepare([np.eye(2)])

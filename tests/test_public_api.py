@@ -8,7 +8,9 @@ import sys
 
 def test_subpackages_load_on_first_use_in_a_fresh_interpreter() -> None:
     code = (
-        "import attnwidget, inspect\n"
+        "import sys, attnwidget, inspect\n"
+        # numba (attention flow's compiled solver, ~0.5 s) loads on first use only
+        "assert 'numba' not in sys.modules\n"
         "assert inspect.isclass(attnwidget.annotations.Store)\n"
         "assert callable(attnwidget.teach.attention_scores)\n"
         "assert callable(attnwidget.metrics.cohen_kappa)\n"

@@ -37,8 +37,9 @@ a cut. The exact maximum lies between them; the gap (about |cut|·2**-56 plus
 float64 rounding of the sum, ~1e-13 at L = 12, n = 128) is the value's
 certified error, so no second, finer solve is needed.
 
-Compiled with numba when it is installed (:data:`AVAILABLE`); without it the
-callers use the scipy-based solvers.
+Compiled with numba on first use (:func:`available` says whether numba
+imports; it is not imported with the package); without it the callers use
+the scipy-based solvers.
 """
 
 from __future__ import annotations
@@ -47,9 +48,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._flow_push_kernel import AVAILABLE, SCALE, solve_sinks
+from ._flow_push_kernel import SCALE, available, compiled
 
-__all__ = ["AVAILABLE", "PushGraph", "RowFlows", "prepare", "solve_row", "warm_up"]
+__all__ = ["PushGraph", "RowFlows", "available", "prepare", "solve_row", "warm_up"]
 #: A global relabel after this many relabels, as a multiple of the node count.
 GLOBAL_EVERY = 1.0
 #: float64 rounding of a cut's sum: at most this per arc summed.
@@ -81,8 +82,8 @@ class RowFlows:
 
 def prepare(layers: list[np.ndarray]) -> PushGraph:
     """Round ``[Â_1, …, Â_{T−1}]`` (bottom first, each (n, n)) for :func:`solve_row`."""
-    if not AVAILABLE:
-        raise RuntimeError("the push–relabel solver needs numba")
+    if not available():
+        raise RuntimeError("the push–relabel solver needs numba (pip install numba)")
     real = np.stack(layers).astype(np.float64, copy=False)
     if not np.isfinite(real).all() or (real < 0).any() or real.max(initial=0.0) > 1.0:
         # the integer scale assumes capacities in [0, 1] (re-normalised attention rows)
@@ -127,7 +128,7 @@ def solve_row(
     upper = np.empty(sinks.size)
     cut_arcs = np.empty(sinks.size, dtype=np.int64)
     stats = np.zeros(2, dtype=np.int64)
-    ok = solve_sinks(
+    ok = compiled()(
         graph.capacities,
         graph.real_t,
         real_source,

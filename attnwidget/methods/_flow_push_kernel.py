@@ -1,7 +1,8 @@
 """The compiled part of :mod:`._flow_push`: phase-one push–relabel on bit sets.
 
-Plain functions, compiled with numba when it is installed (the module still
-imports without it; :data:`AVAILABLE` says which). See :mod:`._flow_push`
+Plain functions, compiled with numba on first use (:func:`compiled`); numba
+is imported only then, not with the package (it costs ~0.5 s), and
+:func:`available` says whether it can be. See :mod:`._flow_push`
 for the method, the certificate and why the arrays are bit sets.
 
 The arrays, for node (l, i) (l = 0 … top−1; l = 0 are the input tokens;
@@ -21,14 +22,12 @@ node id l·n + i; N = top·n means "cannot reach the sink"):
 
 from __future__ import annotations
 
+import importlib
+import threading
+from typing import Any
+
 import numpy as np
 
-try:  # numba is optional: without it flow uses the scipy-based solvers.
-    from numba import njit
-except ImportError:  # pragma: no cover - exercised where numba is missing
-    njit = None
-
-AVAILABLE = njit is not None
 #: Capacities become integers at this scale (2**56; see :mod:`._flow_push`).
 SCALE = float(2**56)
 #: Lowest set bit of a 64-bit word by de Bruijn multiplication (numba has no ctz).
@@ -323,13 +322,39 @@ def solve_sinks(
     return ok
 
 
-if AVAILABLE:
-    _lowest = njit(cache=True, nogil=True, inline="always")(_lowest)
-    _set = njit(cache=True, nogil=True, inline="always")(_set)
-    _clear = njit(cache=True, nogil=True, inline="always")(_clear)
-    _start = njit(cache=True, nogil=True)(_start)
-    _gap = njit(cache=True, nogil=True)(_gap)
-    _cut = njit(cache=True, nogil=True)(_cut)
-    _relabel_all = njit(cache=True, nogil=True)(_relabel_all)
-    _fill_buckets = njit(cache=True, nogil=True)(_fill_buckets)
-    solve_sinks = njit(cache=True, nogil=True)(solve_sinks)
+_COMPILED: dict[str, Any] = {}
+_LOCK = threading.Lock()
+#: Small helpers inlined into their callers; the rest compiled as functions.
+_INLINED = ("_lowest", "_set", "_clear")
+_FUNCTIONS = ("_start", "_gap", "_cut", "_relabel_all", "_fill_buckets", "solve_sinks")
+
+
+def available() -> bool:
+    """Whether numba imports here (tried once: without it flow uses the scipy-based solvers)."""
+    with _LOCK:
+        if "available" not in _COMPILED:
+            try:
+                importlib.import_module("numba")
+                _COMPILED["available"] = True
+            except Exception:
+                _COMPILED["available"] = False
+        return _COMPILED["available"]
+
+
+def compiled() -> Any:
+    """The compiled :func:`solve_sinks` (compiling or loading numba's cache on first call)."""
+    if not available():
+        raise RuntimeError("the push–relabel solver needs numba (pip install numba)")
+    with _LOCK:
+        if "solve_sinks" not in _COMPILED:
+            from numba import njit
+
+            # Rebind the module's names first: numba resolves the helpers a
+            # function calls from these globals when it compiles that function.
+            names = globals()
+            for name in _INLINED:
+                names[name] = njit(cache=True, nogil=True, inline="always")(names[name])
+            for name in _FUNCTIONS:
+                names[name] = njit(cache=True, nogil=True)(names[name])
+            _COMPILED["solve_sinks"] = names["solve_sinks"]
+        return _COMPILED["solve_sinks"]

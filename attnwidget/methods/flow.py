@@ -264,7 +264,7 @@ def _max_flows(
             raw[start : start + step] = np.minimum(part, sink_caps[None]).sum(axis=1)
         return raw, bound, gap
     raw = np.zeros(bound.shape)
-    push = PUSH and _flow_push.AVAILABLE
+    push = PUSH and _flow_push.available()
     # With the compiled solver the exact transport certificate costs more
     # than it saves (real attention, n = 128: 160 ms vs 60 ms for the row).
     done, gap = certify(adjusted, top, sources, bound, transport=not push)
