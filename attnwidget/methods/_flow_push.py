@@ -76,8 +76,6 @@ class RowFlows:
 
     value: np.ndarray
     error: np.ndarray
-    relabels: int
-    global_relabels: int
 
 
 def prepare(layers: list[np.ndarray]) -> PushGraph:
@@ -127,7 +125,6 @@ def solve_row(
     lower = np.empty(sinks.size)
     upper = np.empty(sinks.size)
     cut_arcs = np.empty(sinks.size, dtype=np.int64)
-    stats = np.zeros(2, dtype=np.int64)
     ok = compiled()(
         graph.capacities,
         graph.real_t,
@@ -139,7 +136,6 @@ def solve_row(
         lower,
         upper,
         cut_arcs,
-        stats,
     )
     if not ok:  # a broken invariant of the solver, never a property of the input
         raise AssertionError("push–relabel: an integer cut differs from its flow")
@@ -147,8 +143,6 @@ def solve_row(
     return RowFlows(
         value=upper,
         error=np.maximum(upper - lower, 0.0) + slack,
-        relabels=int(stats[0]),
-        global_relabels=int(stats[1]),
     )
 
 

@@ -176,7 +176,7 @@ def _cut(c, real_t, real_source, supply, label, top, n):  # pragma: no cover - j
 
 
 def solve_sinks(
-    c, real_t, real_source, supply, sinks, warm, global_every, lower, upper, cut_arcs, stats
+    c, real_t, real_source, supply, sinks, warm, global_every, lower, upper, cut_arcs
 ):  # pragma: no cover - jit
     """Phase-one push–relabel for each sink in turn; returns False on an integer cut ≠ flow.
 
@@ -277,7 +277,6 @@ def solve_sinks(
                     break
                 # relabel: one more than the lowest neighbour with room (all are ≥ du)
                 relabels += 1
-                stats[0] += 1
                 new = big
                 for d in range(du, top_label + 1):
                     found = False
@@ -305,7 +304,6 @@ def solve_sinks(
                     top_label = new
                 du = new
             if relabels > every:
-                stats[1] += 1
                 top_label = _relabel_all(
                     room_in, flow_down, level, label, count, queue, seen, top, n, sink
                 )
@@ -322,7 +320,7 @@ def solve_sinks(
     return ok
 
 
-_COMPILED: dict[str, Any] = {}
+_LOADED: dict[str, Any] = {}
 _LOCK = threading.Lock()
 #: Small helpers inlined into their callers; the rest compiled as functions.
 _INLINED = ("_lowest", "_set", "_clear")
@@ -332,13 +330,13 @@ _FUNCTIONS = ("_start", "_gap", "_cut", "_relabel_all", "_fill_buckets", "solve_
 def available() -> bool:
     """Whether numba imports here (tried once: without it flow uses the scipy-based solvers)."""
     with _LOCK:
-        if "available" not in _COMPILED:
+        if "available" not in _LOADED:
             try:
                 importlib.import_module("numba")
-                _COMPILED["available"] = True
+                _LOADED["available"] = True
             except Exception:
-                _COMPILED["available"] = False
-        return _COMPILED["available"]
+                _LOADED["available"] = False
+        return _LOADED["available"]
 
 
 def compiled() -> Any:
@@ -346,7 +344,7 @@ def compiled() -> Any:
     if not available():
         raise RuntimeError("the push–relabel solver needs numba (pip install numba)")
     with _LOCK:
-        if "solve_sinks" not in _COMPILED:
+        if "solve_sinks" not in _LOADED:
             from numba import njit
 
             # Rebind the module's names first: numba resolves the helpers a
@@ -356,5 +354,5 @@ def compiled() -> Any:
                 names[name] = njit(cache=True, nogil=True, inline="always")(names[name])
             for name in _FUNCTIONS:
                 names[name] = njit(cache=True, nogil=True)(names[name])
-            _COMPILED["solve_sinks"] = names["solve_sinks"]
-        return _COMPILED["solve_sinks"]
+            _LOADED["solve_sinks"] = names["solve_sinks"]
+        return _LOADED["solve_sinks"]

@@ -56,9 +56,9 @@ call in a process loads the compiled solver from numba's disk cache (~1 s;
 ~10 s to compile it on a new installation; :func:`._flow_push.warm_up`).
 
 **Integer scaling** (the scipy-based path). scipy 1.17's ``maximum_flow``
-takes int32 capacities (larger values are cast silently). Capacities are ≤ 1 and rounded *down* to
-multiples of 2**-30 (scale 2**30, so every capacity and flow value stays ≤
-2**30 < 2**31). The integer flow is then feasible for the real capacities,
+takes int32 capacities (larger values are cast silently). Capacities are ≤ 1
+and rounded *down* to multiples of 2**-30 (scale 2**30, so every capacity
+and flow value stays ≤ 2**30 < 2**31). The integer flow is then feasible for the real capacities,
 and a min cut C of the rounded graph shows the first solve is short by less
 than |C|·2**-30 ≤ E·2**-30 (E edges; ≈ 1.7e-4 for L = 12, n = 128, ≈ n·2**-30 ≈
 1e-7 when C is the sink's edges). That remainder is recovered exactly: by
