@@ -12,7 +12,7 @@ intervene on attention, above the methods). Nothing lower imports anything highe
 import importlib
 from typing import Any
 
-from .errors import (
+from attnwidget.errors import (
     AttentionRowSumWarning,
     AttentionShapeError,
     AttnWidgetError,
@@ -24,10 +24,10 @@ from .errors import (
     TruncationWarning,
     UnknownMethodError,
 )
-from .explain import DEFAULT_METHODS, explain
-from .explanation import Explanation
-from .generation import GenerationExplanation, explain_generation
-from .methods import (
+from attnwidget.explain import DEFAULT_METHODS, explain
+from attnwidget.explanation import Explanation
+from attnwidget.generation import GenerationExplanation, explain_generation
+from attnwidget.methods import (
     MethodInfo,
     Option,
     attention_flow,
@@ -41,9 +41,9 @@ from .methods import (
     raw_attention,
     register,
 )
-from .methods.chefer2021 import chefer2021
-from .methods.lrp import lrp
-from .methods.rollout import rollout
+from attnwidget.methods.chefer2021 import chefer2021
+from attnwidget.methods.lrp import lrp
+from attnwidget.methods.rollout import rollout
 
 __version__ = "0.1.0"
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import AttentionShapeError, NonFiniteError
+from attnwidget.errors import AttentionShapeError, NonFiniteError
 
 
 def to_numpy(value: Any) -> np.ndarray:

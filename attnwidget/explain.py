@@ -7,7 +7,7 @@ from typing import Any, overload
 
 import numpy as np
 
-from .capture import (
+from attnwidget.capture import (
     ENCODER,
     ENCODER_DECODER,
     IMAGE,
@@ -17,19 +17,19 @@ from .capture import (
     capture_ready,
     model_kind,
 )
-from .capture.image_inputs import is_image_like
-from .capture.kinds import is_bare_encoder
-from .capture.run import default_query
-from .capture.targets import resolve_query_index
-from .capture.tokens import encode, max_length, second_segment_start
-from .errors import InputError
-from .explain_image import explain_images
-from .explain_similarity import explain_embeddings
-from .explanation import Explanation
-from .methods import ScoreContext, available_methods, compute_scores, get_method
-from .methods.keep import keep_plan
-from .methods.options import resolve_method_options
-from .relevance.rerun import TargetScore, target_probability
+from attnwidget.capture.image_inputs import is_image_like
+from attnwidget.capture.kinds import is_bare_encoder
+from attnwidget.capture.run import default_query
+from attnwidget.capture.targets import resolve_query_index
+from attnwidget.capture.tokens import encode, max_length, second_segment_start
+from attnwidget.errors import InputError
+from attnwidget.explain_image import explain_images
+from attnwidget.explain_similarity import explain_embeddings
+from attnwidget.explanation import Explanation
+from attnwidget.methods import ScoreContext, available_methods, compute_scores, get_method
+from attnwidget.methods.keep import keep_plan
+from attnwidget.methods.options import resolve_method_options
+from attnwidget.relevance.rerun import TargetScore, target_probability
 
 #: Methods computed when ``methods=None``: everything one forward+backward gives.
 DEFAULT_METHODS: tuple[str, ...] = ("raw", "rollout", "grad_attention", "input_x_gradient")

@@ -13,13 +13,13 @@ from typing import Any
 
 import numpy as np
 
-from .capture import AttentionRecord, capture_ready
-from .capture.image import capture_images, check_image_model
-from .capture.image_inputs import as_image_list, prepare_image
-from .errors import InputError
-from .explanation import Explanation
-from .methods import ScoreContext, compute_scores
-from .relevance.rerun_image import ImageTargetScore
+from attnwidget.capture import AttentionRecord, capture_ready
+from attnwidget.capture.image import capture_images, check_image_model
+from attnwidget.capture.image_inputs import as_image_list, prepare_image
+from attnwidget.errors import InputError
+from attnwidget.explanation import Explanation
+from attnwidget.methods import ScoreContext, compute_scores
+from attnwidget.relevance.rerun_image import ImageTargetScore
 
 
 def explain_images(

@@ -27,18 +27,18 @@ from typing import Any
 
 import numpy as np
 
-from .capture import capture_ready
-from .capture.kinds import ENCODER
-from .capture.record import AttentionRecord, SimilarityTarget
-from .capture.run import Item, default_query
-from .capture.similarity import SIMILARITY, capture_bare, check_pooling, embed, pool_weights
-from .capture.targets import resolve_query_index
-from .capture.tokens import encode, max_length
-from .errors import InputError
-from .explanation import Explanation
-from .methods import ScoreContext, compute_scores, get_method
-from .methods.options import resolve_method_options
-from .relevance.similarity import SimilarityScore
+from attnwidget.capture import capture_ready
+from attnwidget.capture.kinds import ENCODER
+from attnwidget.capture.record import AttentionRecord, SimilarityTarget
+from attnwidget.capture.run import Item, default_query
+from attnwidget.capture.similarity import SIMILARITY, capture_bare, check_pooling, embed, pool_weights
+from attnwidget.capture.targets import resolve_query_index
+from attnwidget.capture.tokens import encode, max_length
+from attnwidget.errors import InputError
+from attnwidget.explanation import Explanation
+from attnwidget.methods import ScoreContext, compute_scores, get_method
+from attnwidget.methods.options import resolve_method_options
+from attnwidget.relevance.similarity import SimilarityScore
 
 #: Methods computed for a similarity when ``methods=None`` (as for models with a head).
 SIMILARITY_METHODS: tuple[str, ...] = ("raw", "rollout", "grad_attention", "input_x_gradient")
@@ -50,7 +50,7 @@ def explain_embeddings(
     model: Any, tokenizer: Any, text: Any, arguments: dict[str, Any]
 ) -> Explanation | list[Explanation]:
     """The bare-encoder branch of :func:`attnwidget.explain` (``arguments``: its locals)."""
-    from .explain import _as_list, _broadcast, _check_layer_options
+    from attnwidget.explain import _as_list, _broadcast, _check_layer_options
 
     name = type(model).__name__
     if arguments.get("keep") not in (None, "all"):

@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from ._arrays import as_token_list
-from .errors import AttentionShapeError
-from .methods._graph import as_attention_array
+from attnwidget._arrays import as_token_list
+from attnwidget.errors import AttentionShapeError
+from attnwidget.methods._graph import as_attention_array
 
 
 def _positions(attentions: Any, rows: Any = None) -> int | None:
@@ -152,7 +152,7 @@ class Explanation:
         """The (L, H, n, n) attention, or an InputError saying that ``what`` needs keep='all'."""
         if self.attentions is not None:
             return self.attentions
-        from .errors import InputError
+        from attnwidget.errors import InputError
 
         raise InputError(
             f"{what} needs every head's attention map, but this explanation was made with "
@@ -217,8 +217,8 @@ class Explanation:
                 :func:`attnwidget.explain` (before anything is computed).
         """
         # local: the methods package imports this module's dependencies
-        from .methods import compute_scores, get_method
-        from .methods.options import resolve_method_options
+        from attnwidget.methods import compute_scores, get_method
+        from attnwidget.methods.options import resolve_method_options
 
         names = list(methods or ())
         options = resolve_method_options([get_method(name) for name in names], method_options)
@@ -238,7 +238,7 @@ class Explanation:
             sentence_b_start=sentence_b_start,
         )
         if names:
-            from .methods.registry import ScoreContext
+            from attnwidget.methods.registry import ScoreContext
 
             context = ScoreContext(
                 attentions=array, query_index=explanation.query_index, options=options
@@ -261,7 +261,7 @@ class Explanation:
 
     def patch_scores(self, method: str) -> np.ndarray:
         """float32 (rows, cols): ``method``'s score of each patch (special tokens left out)."""
-        from ._images import patch_map
+        from attnwidget._images import patch_map
 
         return patch_map(self._image_scores(method), self.special_tokens, self.patch_grid)
 
@@ -276,7 +276,7 @@ class Explanation:
         (H, W); ``(height, width)`` to any size. ``normalize=True`` min–max
         scales to [0, 1] as their evaluations do.
         """
-        from ._images import min_max, patch_map, upsample
+        from attnwidget._images import min_max, patch_map, upsample
 
         patches = patch_map(self._image_scores(method), self.special_tokens, self.patch_grid)
         if size == "input":

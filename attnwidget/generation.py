@@ -19,15 +19,15 @@ from typing import Any
 
 import numpy as np
 
-from .capture import CAUSAL_LM, ENCODER_DECODER, capture_ready, model_kind
-from .capture.generation import StepCapture, capture_steps, check_ids, decode
-from .capture.run import Item
-from .capture.tokens import encode, max_length, token_label
-from .errors import InputError, ModelNotSupportedError
-from .explain import DEFAULT_METHODS, _explanation
-from .explanation import Explanation
-from .methods import ScoreContext, compute_scores, get_method
-from .methods.options import resolve_method_options
+from attnwidget.capture import CAUSAL_LM, ENCODER_DECODER, capture_ready, model_kind
+from attnwidget.capture.generation import StepCapture, capture_steps, check_ids, decode
+from attnwidget.capture.run import Item
+from attnwidget.capture.tokens import encode, max_length, token_label
+from attnwidget.errors import InputError, ModelNotSupportedError
+from attnwidget.explain import DEFAULT_METHODS, _explanation
+from attnwidget.explanation import Explanation
+from attnwidget.methods import ScoreContext, compute_scores, get_method
+from attnwidget.methods.options import resolve_method_options
 
 #: What a method may read for the decoder-prefix scores of an encoder–decoder.
 _PREFIX_NEEDS = frozenset({"attentions", "attention_grads", "embedding_grads"})

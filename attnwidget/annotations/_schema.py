@@ -36,7 +36,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ..errors import InputError
+from attnwidget.errors import InputError
 
 APPLICATION = "attnwidget.annotations"
 """The ``meta.application`` value of every store."""

@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError
+from attnwidget.errors import InputError
 
 _WORD = re.compile(r"\S+")
 

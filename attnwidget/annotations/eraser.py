@@ -33,13 +33,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import InputError
-from . import _validate
-from ._rows import add_items_in, save_in
-from ._validate import Item, Span
+from attnwidget.errors import InputError
+from attnwidget.annotations import _validate
+from attnwidget.annotations._rows import add_items_in, save_in
+from attnwidget.annotations._validate import Item, Span
 
 if TYPE_CHECKING:
-    from .store import Store
+    from attnwidget.annotations.store import Store
 
 _SPLIT_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 

@@ -54,9 +54,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import InputError
-from . import _schema, _validate
-from ._rows import (
+from attnwidget.errors import InputError
+from attnwidget.annotations import _schema, _validate
+from attnwidget.annotations._rows import (
     COLUMNS,
     Annotation,
     add_items_in,
@@ -65,7 +65,7 @@ from ._rows import (
     rationale_vector,
     save_in,
 )
-from ._validate import Item
+from attnwidget.annotations._validate import Item
 
 if TYPE_CHECKING:
     import numpy as np
@@ -358,7 +358,7 @@ class Store:
         self, directory: str | Path, *, split: str = "test", annotator: str | None = None
     ) -> Path:
         """Write the store as an ERASER data set; see :func:`.eraser.export_eraser`."""
-        from .eraser import export_eraser
+        from attnwidget.annotations.eraser import export_eraser
 
         return export_eraser(self, directory, split=split, annotator=annotator)
 
@@ -371,7 +371,7 @@ class Store:
         query_as_pair: bool = False,
     ) -> int:
         """Read an ERASER data set into the store; see :func:`.eraser.import_eraser`."""
-        from .eraser import import_eraser
+        from attnwidget.annotations.eraser import import_eraser
 
         return import_eraser(
             self, directory, annotator=annotator, splits=splits, query_as_pair=query_as_pair

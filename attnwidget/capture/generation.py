@@ -22,14 +22,14 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..errors import InputError, NonFiniteError
-from .kinds import CAUSAL_LM, ENCODER_DECODER
-from .record import AttentionRecord, ModelCall
-from .run import Item, _blank_id, _device, _model_inputs, _self_attentions, _to_numpy
-from .state import autograd_on
-from .targets import resolve_target
-from .tokens import readable_token, token_strings
-from .values import ValueRecorder, output_weights, value_layouts
+from attnwidget.errors import InputError, NonFiniteError
+from attnwidget.capture.kinds import CAUSAL_LM, ENCODER_DECODER
+from attnwidget.capture.record import AttentionRecord, ModelCall
+from attnwidget.capture.run import Item, _blank_id, _device, _model_inputs, _self_attentions, _to_numpy
+from attnwidget.capture.state import autograd_on
+from attnwidget.capture.targets import resolve_target
+from attnwidget.capture.tokens import readable_token, token_strings
+from attnwidget.capture.values import ValueRecorder, output_weights, value_layouts
 
 #: Steps differentiated in one batch (each copy holds the whole sequence).
 STEP_BATCH = 8

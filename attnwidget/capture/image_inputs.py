@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..errors import InputError
+from attnwidget.errors import InputError
 
 
 @dataclass

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..errors import InputError, NonFiniteError
+from attnwidget.errors import InputError, NonFiniteError
 
 KEEPS: tuple[str, ...] = ("rows", "fused", "all")  # smallest first
 #: keep=None keeps "all" while L·H·n² is at most this many floats (256 MiB in

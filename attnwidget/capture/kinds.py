@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import ModelNotSupportedError
+from attnwidget.errors import ModelNotSupportedError
 
 ENCODER = "encoder"  # sequence classifier (BERT, RoBERTa, DistilBERT, ELECTRA, GPT-2 cls.)
 MASKED_LM = "masked-lm"

@@ -25,11 +25,11 @@ from typing import Any
 
 import torch
 
-from ..errors import ModelNotSupportedError
-from .keep import LayerReducer, row_spans
-from .kinds import CAUSAL_LM
-from .qk import QKLayout, _heads_first, _Recorder, _rotate, qk_layouts
-from .state import _all_configs
+from attnwidget.errors import ModelNotSupportedError
+from attnwidget.capture.keep import LayerReducer, row_spans
+from attnwidget.capture.kinds import CAUSAL_LM
+from attnwidget.capture.qk import QKLayout, _heads_first, _Recorder, _rotate, qk_layouts
+from attnwidget.capture.state import _all_configs
 
 #: False sends every capture through eager attention (tests compare the two paths).
 ENABLED = True

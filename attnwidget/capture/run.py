@@ -19,16 +19,16 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..errors import InputError, ModelNotSupportedError, NonFiniteError
-from . import recompute
-from .keep import LayerReducer, default_keep
-from .kinds import CAUSAL_LM, ENCODER, ENCODER_DECODER, MASKED_LM
-from .recompute import RecomputeReducer
-from .record import AttentionRecord, ModelCall
-from .state import autograd_on
-from .targets import resolve_query_index, resolve_target
-from .tokens import readable_token, token_strings
-from .values import ValueRecorder, output_weights, value_layouts
+from attnwidget.errors import InputError, ModelNotSupportedError, NonFiniteError
+from attnwidget.capture import recompute
+from attnwidget.capture.keep import LayerReducer, default_keep
+from attnwidget.capture.kinds import CAUSAL_LM, ENCODER, ENCODER_DECODER, MASKED_LM
+from attnwidget.capture.recompute import RecomputeReducer
+from attnwidget.capture.record import AttentionRecord, ModelCall
+from attnwidget.capture.state import autograd_on
+from attnwidget.capture.targets import resolve_query_index, resolve_target
+from attnwidget.capture.tokens import readable_token, token_strings
+from attnwidget.capture.values import ValueRecorder, output_weights, value_layouts
 
 
 @dataclass

@@ -16,12 +16,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..errors import InputError, ModelNotSupportedError, NonFiniteError
-from .record import AttentionRecord, ModelCall, SimilarityTarget
-from .run import Item, _blank_id, _device, _model_inputs, _self_attentions, _to_numpy
-from .state import autograd_on
-from .tokens import token_strings
-from .values import ValueRecorder, output_weights, value_layouts
+from attnwidget.errors import InputError, ModelNotSupportedError, NonFiniteError
+from attnwidget.capture.record import AttentionRecord, ModelCall, SimilarityTarget
+from attnwidget.capture.run import Item, _blank_id, _device, _model_inputs, _self_attentions, _to_numpy
+from attnwidget.capture.state import autograd_on
+from attnwidget.capture.tokens import token_strings
+from attnwidget.capture.values import ValueRecorder, output_weights, value_layouts
 
 #: The poolings :func:`pool` knows.
 POOLINGS = ("mean", "cls")

@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-from ..errors import ModelNotSupportedError
+from attnwidget.errors import ModelNotSupportedError
 
 # One re-entrant lock per model: re-entrant because explain() holds it while
 # methods re-run the model (integrated gradients, LRP), which enter

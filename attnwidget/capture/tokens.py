@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError, TruncationWarning
+from attnwidget.errors import InputError, TruncationWarning
 
 # Markers tokenizers put on token strings: WordPiece continuation, byte-level
 # BPE space (GPT-2, RoBERTa), SentencePiece space (T5, Llama), newline.

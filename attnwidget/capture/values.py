@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..errors import ModelNotSupportedError
+from attnwidget.errors import ModelNotSupportedError
 
 _SUPPORTED = (
     "BERT-style self.value + output.dense, DistilBERT's v_lin + out_lin, GPT-2's "

@@ -72,8 +72,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from . import grammar, shapes
-from .shapes import ShapeImage
+from attnwidget.demo import grammar, shapes
+from attnwidget.demo.shapes import ShapeImage
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerFast, ViTImageProcessor
@@ -189,7 +189,7 @@ def load(
             f"recreate them with `{command}`"
         )
     if name.startswith("seq2seq-"):
-        from .seq2seq import load_model
+        from attnwidget.demo.seq2seq import load_model
 
         return load_model(path)  # type: ignore[return-value]
     import transformers

@@ -48,7 +48,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..errors import InputError
+from attnwidget.errors import InputError
 
 __all__ = [
     "KINDS",

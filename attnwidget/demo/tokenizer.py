@@ -20,7 +20,7 @@ from __future__ import annotations
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
 from transformers import PreTrainedTokenizerFast
 
-from .grammar import vocabulary
+from attnwidget.demo.grammar import vocabulary
 
 __all__ = ["KINDS", "MAX_LENGTH", "build_tokenizer"]
 

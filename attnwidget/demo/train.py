@@ -48,8 +48,8 @@ from transformers import (
     PreTrainedTokenizerFast,
 )
 
-from . import grammar
-from .tokenizer import MAX_LENGTH, build_tokenizer
+from attnwidget.demo import grammar
+from attnwidget.demo.tokenizer import MAX_LENGTH, build_tokenizer
 
 __all__ = [
     "MODELS_DIR",
@@ -354,17 +354,17 @@ def main(argv: list[str] | None = None) -> None:
     """
     arguments = sys.argv[1:] if argv is None else list(argv)
     if arguments[:1] == ["shapes-vit"]:
-        from . import train_vision
+        from attnwidget.demo import train_vision
 
         train_vision.main(arguments[1:])
         return
     if arguments[:1] == ["sva-deceptive"]:
-        from . import train_deceptive
+        from attnwidget.demo import train_deceptive
 
         train_deceptive.main(arguments[1:])
         return
     if arguments[:1] == ["seq2seq"]:
-        from . import train_seq2seq
+        from attnwidget.demo import train_seq2seq
 
         train_seq2seq.main(arguments[1:])
         return

@@ -30,9 +30,9 @@ from pathlib import Path
 import torch
 from transformers import AutoTokenizer, BertForSequenceClassification, PreTrainedModel
 
-from . import grammar
-from .tokenizer import build_tokenizer
-from .train import (
+from attnwidget.demo import grammar
+from attnwidget.demo.tokenizer import build_tokenizer
+from attnwidget.demo.train import (
     LABELS,
     MODELS_DIR,
     TrainSettings,

@@ -23,7 +23,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from .seq2seq import KINDS, Seq2SeqAttention, Vocab, batch, examples
+from attnwidget.demo.seq2seq import KINDS, Seq2SeqAttention, Vocab, batch, examples
 
 __all__ = ["MODELS_DIR", "Seq2SeqSettings", "accuracy", "main", "save", "train"]
 
@@ -139,7 +139,7 @@ def save(
     config["held_out_exact_match"] = round(acc, 4)
     config["training"] = asdict(settings)
     (path / "config.json").write_text(json.dumps(config, indent=2) + "\n")
-    from .seq2seq import MAX_LENGTH, MIN_LENGTH
+    from attnwidget.demo.seq2seq import MAX_LENGTH, MIN_LENGTH
 
     card = _CARD.format(
         kind=model.kind,
@@ -175,7 +175,7 @@ def main(argv: list[str] | None = None) -> None:
     for kind in args.kinds:
         start = time.perf_counter()
         if args.evaluate:
-            from .seq2seq import load_model
+            from attnwidget.demo.seq2seq import load_model
 
             model, vocab = load_model(Path(args.out) / f"seq2seq-{kind}")
         else:

@@ -40,7 +40,7 @@ import numpy as np
 import torch
 from transformers import ViTConfig, ViTForImageClassification, ViTImageProcessor
 
-from . import shapes
+from attnwidget.demo import shapes
 
 __all__ = [
     "MODELS_DIR",

@@ -14,8 +14,8 @@ import time
 
 import torch
 
-from .. import demo
-from . import (
+from attnwidget import demo
+from attnwidget.diagnostics import (
     adversarial_attention,
     erasure_test,
     permutation_test,

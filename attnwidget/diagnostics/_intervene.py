@@ -31,9 +31,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..capture.state import _all_configs, capture_ready
-from ..errors import ModelNotSupportedError
-from ..relevance._interface import UNSUPPORTED_KWARGS, register_attention, repeat_kv_heads
+from attnwidget.capture.state import _all_configs, capture_ready
+from attnwidget.errors import ModelNotSupportedError
+from attnwidget.relevance._interface import UNSUPPORTED_KWARGS, register_attention, repeat_kv_heads
 
 #: Name under which :func:`attention_function` is registered with transformers.
 IMPLEMENTATION = "attnwidget_diagnostics"

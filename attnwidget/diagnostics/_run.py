@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..capture.kinds import ENCODER, model_kind
-from ..capture.run import _device
-from ..errors import InputError, ModelNotSupportedError
-from ._intervene import Edit, edited
+from attnwidget.capture.kinds import ENCODER, model_kind
+from attnwidget.capture.run import _device
+from attnwidget.errors import InputError, ModelNotSupportedError
+from attnwidget.diagnostics._intervene import Edit, edited
 
 
 @dataclass

@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..errors import InputError
-from ._intervene import edited, intervention, replace_rows
-from ._run import (
+from attnwidget.errors import InputError
+from attnwidget.diagnostics._intervene import edited, intervention, replace_rows
+from attnwidget.diagnostics._run import (
     check_layers,
     check_model,
     check_positive,
@@ -32,8 +32,8 @@ from ._run import (
     progress_bar,
     summary_text,
 )
-from ._run import js_divergence as jsd
-from ._run import total_variation as tvd
+from attnwidget.diagnostics._run import js_divergence as jsd
+from attnwidget.diagnostics._run import total_variation as tvd
 
 _ROWS = ("query", "all")
 

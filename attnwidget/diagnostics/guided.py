@@ -24,9 +24,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..errors import InputError
-from ._intervene import edited, intervention
-from ._run import check_layers, check_model, layer_count, prepare, summary_text
+from attnwidget.errors import InputError
+from attnwidget.diagnostics._intervene import edited, intervention
+from attnwidget.diagnostics._run import check_layers, check_model, layer_count, prepare, summary_text
 
 VARIANTS = ("uniform", "learned", "frozen")
 

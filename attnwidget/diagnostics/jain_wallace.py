@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..errors import InputError
-from ._intervene import intervention, random_permutation
-from ._run import (
+from attnwidget.errors import InputError
+from attnwidget.diagnostics._intervene import intervention, random_permutation
+from attnwidget.diagnostics._run import (
     check_layers,
     check_model,
     check_positive,
@@ -152,7 +152,7 @@ def rank_correlation(
     Raises:
         InputError: unknown layer or head or gradient method, no examples, not a classifier.
     """
-    from ..explain import explain
+    from attnwidget.explain import explain
 
     check_model(model)
     if gradient not in _GRADIENTS:
@@ -282,7 +282,7 @@ def permutation_test(
         index = check_layers(layer, layer_count(model, prepared[0]))[0]
         tvds, flips, peaks = [], [], []
         for example in progress_bar(prepared, progress, "permutation"):
-            from ._intervene import edited
+            from attnwidget.diagnostics._intervene import edited
 
             with edited() as state, torch.no_grad():
                 original = model(input_ids=example.ids, **example.kwargs).logits.double()

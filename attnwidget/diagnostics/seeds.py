@@ -25,9 +25,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..errors import InputError
-from ._intervene import edited, intervention
-from ._run import (
+from attnwidget.errors import InputError
+from attnwidget.diagnostics._intervene import edited, intervention
+from attnwidget.diagnostics._run import (
     check_layers,
     check_model,
     js_divergence,

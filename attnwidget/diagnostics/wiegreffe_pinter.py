@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from ._intervene import intervention, uniform
-from ._run import (
+from attnwidget.diagnostics._intervene import intervention, uniform
+from attnwidget.diagnostics._run import (
     check_layers,
     check_model,
     layer_count,

@@ -6,8 +6,8 @@ them with ground truth, over data sets. Builds on :mod:`attnwidget.metrics`.
 :class:`EvaluationResult`; :mod:`.metrics_registry` names the metrics.
 """
 
-from .evaluate import evaluate
-from .metrics_registry import (
+from attnwidget.evaluation.evaluate import evaluate
+from attnwidget.evaluation.metrics_registry import (
     FAITHFULNESS,
     PLAUSIBILITY,
     Metric,
@@ -16,8 +16,8 @@ from .metrics_registry import (
     get_metric,
     register_metric,
 )
-from .result import EvaluationResult
-from .vision import patch_location, perturb_patches, perturbation_curve
+from attnwidget.evaluation.result import EvaluationResult
+from attnwidget.evaluation.vision import patch_location, perturb_patches, perturbation_curve
 
 __all__ = [
     "FAITHFULNESS",

@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..capture.run import _device, _query_logits
-from ..capture.state import model_lock
-from ..errors import InputError
+from attnwidget.capture.run import _device, _query_logits
+from attnwidget.capture.state import model_lock
+from attnwidget.errors import InputError
 
 
 class RowBatcher:

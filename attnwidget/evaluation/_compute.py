@@ -18,13 +18,13 @@ from typing import Any
 
 import numpy as np
 
-from ..capture import model_kind
-from ..capture.run import _accepts
-from ..errors import InputError
-from ..explain import explain
-from ._batcher import RowBatcher
-from .dataset import Example
-from .metrics_registry import Metric, MetricInput
+from attnwidget.capture import model_kind
+from attnwidget.capture.run import _accepts
+from attnwidget.errors import InputError
+from attnwidget.explain import explain
+from attnwidget.evaluation._batcher import RowBatcher
+from attnwidget.evaluation.dataset import Example
+from attnwidget.evaluation.metrics_registry import Metric, MetricInput
 
 #: What ``target`` may be: explain the predicted class, or the example's label.
 TARGETS = ("predicted", "label")

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError
+from attnwidget.errors import InputError
 
 COLUMNS = ("id", "text", "label", "text_pair")
 UNITS = ("words", "tokens")

@@ -8,18 +8,18 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
-from ..capture import ENCODER_DECODER, IMAGE, model_kind
-from ..capture.run import _blank_id
-from ..capture.tokens import max_length
-from ..errors import InputError
-from ..methods import get_method
-from ..methods.options import resolve_method_options
-from . import dataset, executors
-from ._compute import TARGETS, ChunkResult, ChunkTask, Plan
-from .metrics_registry import resolve_metrics
-from .result import EvaluationResult
-from .results_file import ResultsFile
+from attnwidget import __version__
+from attnwidget.capture import ENCODER_DECODER, IMAGE, model_kind
+from attnwidget.capture.run import _blank_id
+from attnwidget.capture.tokens import max_length
+from attnwidget.errors import InputError
+from attnwidget.methods import get_method
+from attnwidget.methods.options import resolve_method_options
+from attnwidget.evaluation import dataset, executors
+from attnwidget.evaluation._compute import TARGETS, ChunkResult, ChunkTask, Plan
+from attnwidget.evaluation.metrics_registry import resolve_metrics
+from attnwidget.evaluation.result import EvaluationResult
+from attnwidget.evaluation.results_file import ResultsFile
 
 
 def evaluate(

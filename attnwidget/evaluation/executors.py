@@ -39,10 +39,10 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..capture.state import register_recorded_outputs
-from ..errors import InputError
-from . import _alignment
-from ._compute import ChunkResult, ChunkTask, Plan, compute_chunk
+from attnwidget.capture.state import register_recorded_outputs
+from attnwidget.errors import InputError
+from attnwidget.evaluation import _alignment
+from attnwidget.evaluation._compute import ChunkResult, ChunkTask, Plan, compute_chunk
 
 EXECUTORS = ("local", "dask")
 

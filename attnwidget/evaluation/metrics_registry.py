@@ -45,9 +45,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError
-from ..metrics import auprc as human_auprc
-from ..metrics import (
+from attnwidget.errors import InputError
+from attnwidget.metrics import auprc as human_auprc
+from attnwidget.metrics import (
     discretize,
     erasure_curves,
     iou_f1,

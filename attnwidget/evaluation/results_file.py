@@ -41,8 +41,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError
-from ._compute import ChunkResult, ExampleResult
+from attnwidget.errors import InputError
+from attnwidget.evaluation._compute import ChunkResult, ExampleResult
 
 APPLICATION = "attnwidget.evaluation"
 SCHEMA_VERSION = 1

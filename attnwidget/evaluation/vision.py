@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from ..metrics.perturbation import FRACTIONS, removal_order
+from attnwidget.metrics.perturbation import FRACTIONS, removal_order
 
 
 def perturb_patches(

@@ -13,14 +13,14 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ModelNotSupportedError
-from .blank_out import blank_out
-from .flow import attention_flow
-from .grad_attention import grad_attention
-from .gradients import input_x_gradient, integrated_gradients
-from .options import Option, resolve_method_options
-from .raw import raw_attention
-from .registry import (
+from attnwidget.errors import ModelNotSupportedError
+from attnwidget.methods.blank_out import blank_out
+from attnwidget.methods.flow import attention_flow
+from attnwidget.methods.grad_attention import grad_attention
+from attnwidget.methods.gradients import input_x_gradient, integrated_gradients
+from attnwidget.methods.options import Option, resolve_method_options
+from attnwidget.methods.raw import raw_attention
+from attnwidget.methods.registry import (
     MethodInfo,
     MethodSpec,
     ScoreContext,
@@ -66,7 +66,7 @@ def compute_scores(
     context = method_context(specs, context)
     available = {"attentions"}
     if context.keep != "all":  # what was kept: check_keep_for names the keep needed
-        from .keep import check_keep_for
+        from attnwidget.methods.keep import check_keep_for
 
         check_keep_for(specs, context.options, context.keep)
         available.add("attention_grads")  # grad_attention reads grad_attention_rows
@@ -118,12 +118,12 @@ def method_context(specs: Sequence[MethodSpec], context: ScoreContext) -> ScoreC
 
 # Registers "lrp" and "chefer2021", after the methods above (registration order is
 # the order of available_methods()).
-from . import chefer2021 as _chefer2021  # noqa: E402, F401
-from . import lrp as _lrp  # noqa: E402, F401
+from attnwidget.methods import chefer2021 as _chefer2021  # noqa: E402, F401
+from attnwidget.methods import lrp as _lrp  # noqa: E402, F401
 
 #: Registered last (after rollout, as before they existed): the methods that read
 #: each head's values (capture's head_values).
 _VALUE_METHODS = ("effective_attention", "attention_norm")
-from . import rollout as _rollout  # noqa: E402, F401, I001
-from . import effective_attention as _effective_attention  # noqa: E402, F401
-from . import attention_norm as _attention_norm  # noqa: E402, F401
+from attnwidget.methods import rollout as _rollout  # noqa: E402, F401, I001
+from attnwidget.methods import effective_attention as _effective_attention  # noqa: E402, F401
+from attnwidget.methods import attention_norm as _attention_norm  # noqa: E402, F401

@@ -49,9 +49,9 @@ import numpy as np
 from scipy.sparse import csr_array
 from scipy.sparse.csgraph import breadth_first_order, maximum_flow
 
-from ._flow_edges import SCALE, arc_positions
-from ._flow_layers import Layered
-from ._flow_reuse import Reuse
+from attnwidget.methods._flow_edges import SCALE, arc_positions
+from attnwidget.methods._flow_layers import Layered
+from attnwidget.methods._flow_reuse import Reuse
 
 #: Subgraphs of a problem, tried in turn while they pay off: (KEEP, regions),
 #: each node's KEEP strongest in- and out-edges plus its tokens' chains, with

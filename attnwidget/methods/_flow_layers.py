@@ -44,8 +44,8 @@ import numpy as np
 from scipy.sparse import csr_array
 from scipy.sparse.csgraph import maximum_flow
 
-from ._flow_edges import SCALE, arc_positions
-from ._flow_proof import Net, prove, reach
+from attnwidget.methods._flow_edges import SCALE, arc_positions
+from attnwidget.methods._flow_proof import Net, prove, reach
 
 Refine = Callable[..., tuple[float, float, np.ndarray]]
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._flow_side import side_flow
+from attnwidget.methods._flow_side import side_flow
 
 #: Rounds of tree growth: arcs at least this wide, in turn. The δ's are below
 #: 2**-30 each, their sums near the roots below ~1e-5, so arcs ≥ 2**-20 are

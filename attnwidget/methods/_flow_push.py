@@ -48,7 +48,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._flow_push_kernel import SCALE, available, compiled
+from attnwidget.methods._flow_push_kernel import SCALE, available, compiled
 
 __all__ = ["PushGraph", "RowFlows", "available", "prepare", "solve_row", "warm_up"]
 #: A global relabel after this many relabels, as a multiple of the node count.

@@ -35,8 +35,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._flow_proof import Net, prove
-from ._flow_side import side_flow
+from attnwidget.methods._flow_proof import Net, prove
+from attnwidget.methods._flow_side import side_flow
 
 #: Certified (cut, flow) pairs kept per source row, most recent first, and
 #: how many of them (the cheapest) a problem tries: the cheapest price bounds

@@ -21,10 +21,10 @@ import numpy as np
 from scipy.sparse import csr_array
 from scipy.sparse.csgraph import maximum_flow
 
-from ._flow_edges import SCALE, arc_positions
+from attnwidget.methods._flow_edges import SCALE, arc_positions
 
 if TYPE_CHECKING:
-    from ._flow_proof import Net
+    from attnwidget.methods._flow_proof import Net
 
 #: Largest region (arcs inside it) sent as one max flow.
 MOST_ARCS = 60_000

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._maxflow import DEFAULT_TOL, solve
+from attnwidget.methods._maxflow import DEFAULT_TOL, solve
 
 #: Slack allowed in the feasibility checks (float64 round-off).
 CHECK_EPS = 1e-13

@@ -12,8 +12,8 @@ from typing import Literal
 
 import numpy as np
 
-from .._arrays import as_layer_stack
-from ..errors import AttentionRowSumWarning
+from attnwidget._arrays import as_layer_stack
+from attnwidget.errors import AttentionRowSumWarning
 
 HeadFusion = Literal["mean", "max", "min"]
 HEAD_FUSIONS: tuple[str, ...] = ("mean", "max", "min")

@@ -64,9 +64,9 @@ import numpy as np
 from scipy.sparse import csr_array
 from scipy.sparse.csgraph import maximum_flow
 
-from ._flow_edges import SCALE
-from ._maxflow_cert import crossing_of, saturate_cut, top_up
-from ._maxflow_union import Union, flow_data
+from attnwidget.methods._flow_edges import SCALE
+from attnwidget.methods._maxflow_cert import crossing_of, saturate_cut, top_up
+from attnwidget.methods._maxflow_union import Union, flow_data
 
 #: Stop refining once every certified gap (upper − lower) is at most this.
 DEFAULT_TOL = 1e-10

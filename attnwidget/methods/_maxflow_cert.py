@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._maxflow_union import Union
+from attnwidget.methods._maxflow_union import Union
 
 #: Dense spare-capacity entries held at once by the top-up check.
 TOP_UP_ELEMENTS = 4_000_000

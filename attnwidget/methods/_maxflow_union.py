@@ -13,7 +13,7 @@ import numpy as np
 from scipy.sparse import csr_array
 from scipy.sparse.csgraph import breadth_first_order
 
-from ._flow_edges import arc_positions
+from attnwidget.methods._flow_edges import arc_positions
 
 
 class Union:

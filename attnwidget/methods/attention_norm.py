@@ -6,11 +6,11 @@ from typing import Any
 
 import numpy as np
 
-from .._arrays import as_layer_stack
-from ._graph import as_attention_array, resolve_layer
-from .effective_attention import check_values, map_options, score_maps
-from .options import Option
-from .registry import ScoreContext, register
+from attnwidget._arrays import as_layer_stack
+from attnwidget.methods._graph import as_attention_array, resolve_layer
+from attnwidget.methods.effective_attention import check_values, map_options, score_maps
+from attnwidget.methods.options import Option
+from attnwidget.methods.registry import ScoreContext, register
 
 
 def transformed_vectors(head_values: object, head_output_weights: object) -> np.ndarray:

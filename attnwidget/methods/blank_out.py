@@ -6,9 +6,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..errors import InputError
-from .options import AT_LEAST_ONE, Option
-from .registry import ScoreContext, register
+from attnwidget.errors import InputError
+from attnwidget.methods.options import AT_LEAST_ONE, Option
+from attnwidget.methods.registry import ScoreContext, register
 
 #: ``probability(input_ids (B, n)) -> target probability (B,)``.
 ProbabilityFn = Callable[[np.ndarray], np.ndarray]
@@ -74,7 +74,7 @@ def blank_out(
 def _score_blank_out(context: ScoreContext) -> np.ndarray:
     options = context.options_for("blank_out")
     if context.pixels is not None:  # occlusion: one patch at a time
-        from .pixels import patch_occlusion, pixel_baseline
+        from attnwidget.methods.pixels import patch_occlusion, pixel_baseline
 
         kind = options["baseline"] or "mean"
         baseline = pixel_baseline(context.pixels, kind, black=context.black_pixels)

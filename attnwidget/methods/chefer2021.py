@@ -13,12 +13,12 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import AttentionShapeError, InputError
-from ..relevance.chefer import run_chefer_relevance
-from ..relevance.lrp import run_lrp
-from ._graph import as_attention_array
-from .options import Option
-from .registry import ScoreContext, register
+from attnwidget.errors import AttentionShapeError, InputError
+from attnwidget.relevance.chefer import run_chefer_relevance
+from attnwidget.relevance.lrp import run_lrp
+from attnwidget.methods._graph import as_attention_array
+from attnwidget.methods.options import Option
+from attnwidget.methods.registry import ScoreContext, register
 
 #: Default first layer: 0, all layers (see :func:`chefer2021` for the authors' choices).
 DEFAULT_START_LAYER = 0

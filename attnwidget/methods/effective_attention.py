@@ -6,11 +6,11 @@ from typing import Any
 
 import numpy as np
 
-from .._arrays import as_layer_stack
-from ._graph import as_attention_array
-from .options import Option, head_fusion_option, layer_option
-from .raw import raw_attention
-from .registry import ScoreContext, register
+from attnwidget._arrays import as_layer_stack
+from attnwidget.methods._graph import as_attention_array
+from attnwidget.methods.options import Option, head_fusion_option, layer_option
+from attnwidget.methods.raw import raw_attention
+from attnwidget.methods.registry import ScoreContext, register
 
 #: Relative rank tolerance: singular values of T below ``max(n, d_v)·ε·σ_max``
 #: count as zero, with ε of float32 (the precision the model computed T in).

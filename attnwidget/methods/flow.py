@@ -81,11 +81,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import TooLargeError
-from . import _flow_push
-from ._flow_direct import solve_direct
-from ._flowcert import certify
-from ._graph import (
+from attnwidget.errors import TooLargeError
+from attnwidget.methods import _flow_push
+from attnwidget.methods._flow_direct import solve_direct
+from attnwidget.methods._flowcert import certify
+from attnwidget.methods._graph import (
     HeadFusion,
     add_residual,
     as_attention_array,
@@ -94,9 +94,9 @@ from ._graph import (
     resolve_layer,
     resolve_rows,
 )
-from ._maxflow import DEFAULT_TOL, solve
-from .options import AT_LEAST_ONE, Option, head_fusion_option, layer_option
-from .registry import ScoreContext, register
+from attnwidget.methods._maxflow import DEFAULT_TOL, solve
+from attnwidget.methods.options import AT_LEAST_ONE, Option, head_fusion_option, layer_option
+from attnwidget.methods.registry import ScoreContext, register
 
 #: Default memory cap for one flow computation (the graph and work arrays).
 DEFAULT_MAX_BYTES = 2 * 1024**3

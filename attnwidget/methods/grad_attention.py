@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import AttentionShapeError
-from ._graph import as_attention_array
-from .options import Option
-from .registry import ScoreContext, register
+from attnwidget.errors import AttentionShapeError
+from attnwidget.methods._graph import as_attention_array
+from attnwidget.methods.options import Option
+from attnwidget.methods.registry import ScoreContext, register
 
 
 def grad_attention(attentions: object, gradients: object, *, start_layer: int = 0) -> np.ndarray:

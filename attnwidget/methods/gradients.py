@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConvergenceWarning, InputError, NonFiniteError
-from .options import AT_LEAST_ONE, Option
-from .registry import ScoreContext, register
+from attnwidget.errors import ConvergenceWarning, InputError, NonFiniteError
+from attnwidget.methods.options import AT_LEAST_ONE, Option
+from attnwidget.methods.registry import ScoreContext, register
 
 #: ``value_and_grad(points (B, n, d)) -> (values (B,), gradients (B, n, d))``.
 ValueAndGrad = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
@@ -216,7 +216,7 @@ def _score_input_x_gradient(context: ScoreContext) -> np.ndarray:
 def _score_integrated_gradients(context: ScoreContext) -> tuple[np.ndarray, dict[str, Any]]:
     options = context.options_for("integrated_gradients")
     if context.pixels is not None:
-        from .pixels import patch_sums, pixel_baseline, pixel_integrated_gradients
+        from attnwidget.methods.pixels import patch_sums, pixel_baseline, pixel_integrated_gradients
 
         kind = options.pop("baseline")
         kind = "black" if kind is None else kind

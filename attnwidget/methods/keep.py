@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import InputError
-from .registry import MethodSpec
+from attnwidget.errors import InputError
+from attnwidget.methods.registry import MethodSpec
 
 KEEP_ORDER: dict[str, int] = {"rows": 0, "fused": 1, "all": 2}
 
@@ -66,7 +66,7 @@ def keep_plan(
 ) -> tuple[str | None, str]:
     """``keep`` checked (value, and against the methods) before a model runs, and the
     smallest keep the methods need (what ``keep=None`` falls back to for long inputs)."""
-    from ..capture.keep import check_keep
+    from attnwidget.capture.keep import check_keep
 
     keep = check_keep(keep)
     if keep is not None:

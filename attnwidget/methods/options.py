@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import InputError
+from attnwidget.errors import InputError
 
 if TYPE_CHECKING:
-    from .registry import MethodSpec
+    from attnwidget.methods.registry import MethodSpec
 
 _NONE = type(None)
 
@@ -159,7 +159,7 @@ def resolve_method_options(
     registered or not requested (they would be silently unused), unknown
     option names and invalid values.
     """
-    from .registry import available_methods  # local: registry imports this module
+    from attnwidget.methods.registry import available_methods  # local: registry imports this module
 
     if method_options is None:
         method_options = {}
@@ -191,7 +191,7 @@ def layer_option(doc: str, default: int = -1) -> Option:
 
 def head_fusion_option() -> Option:
     """The ``head_fusion`` option: how heads are fused into one map per layer."""
-    from ._graph import HEAD_FUSIONS  # local: _graph is not needed to declare options
+    from attnwidget.methods._graph import HEAD_FUSIONS  # local: _graph is not needed to declare options
 
     return Option("head_fusion", str, "mean", "how heads are fused", choices=HEAD_FUSIONS)
 

@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError
-from .gradients import integrated_gradients
+from attnwidget.errors import InputError
+from attnwidget.methods.gradients import integrated_gradients
 
 #: The named pixel baselines.
 PIXEL_BASELINES = ("black", "blurred", "mean")

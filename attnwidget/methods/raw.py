@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import InputError
-from ._graph import HeadFusion, as_attention_array, fuse_heads, resolve_layer
-from .options import Option, head_fusion_option, layer_option
-from .registry import ScoreContext, register
+from attnwidget.errors import InputError
+from attnwidget.methods._graph import HeadFusion, as_attention_array, fuse_heads, resolve_layer
+from attnwidget.methods.options import Option, head_fusion_option, layer_option
+from attnwidget.methods.registry import ScoreContext, register
 
 
 def raw_attention(

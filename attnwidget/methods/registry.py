@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import UnknownMethodError
-from .options import Option, resolve_options
+from attnwidget.errors import UnknownMethodError
+from attnwidget.methods.options import Option, resolve_options
 
 
 @dataclass

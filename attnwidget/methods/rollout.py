@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._graph import (
+from attnwidget.methods._graph import (
     HeadFusion,
     add_residual,
     as_attention_array,
@@ -12,8 +12,8 @@ from ._graph import (
     fuse_heads,
     resolve_layer,
 )
-from .options import Option, head_fusion_option, layer_option
-from .registry import ScoreContext, register
+from attnwidget.methods.options import Option, head_fusion_option, layer_option
+from attnwidget.methods.registry import ScoreContext, register
 
 
 def rollout(

@@ -6,7 +6,7 @@ tokens, a person would mark?), and agreement (between annotators, and between
 methods). Each function cites the paper whose protocol it follows.
 """
 
-from .agreement import (
+from attnwidget.metrics.agreement import (
     BootstrapCI,
     RankAgreement,
     bootstrap_ci,
@@ -15,7 +15,7 @@ from .agreement import (
     pairwise_token_f1,
     rank_agreement,
 )
-from .faithfulness import (
+from attnwidget.metrics.faithfulness import (
     AOPC_BINS,
     ErasureCurves,
     aopc,
@@ -24,15 +24,15 @@ from .faithfulness import (
     sufficiency,
     top_k_mask,
 )
-from .perturbation import (
+from attnwidget.metrics.perturbation import (
     FRACTIONS,
     PerturbationCurve,
     area_under_curve,
     perturbation_curve_tokens,
     removal_order,
 )
-from .plausibility import PRF, auprc, discretize, iou_f1, mask_spans, span_iou, token_prf
-from .segmentation import (
+from attnwidget.metrics.plausibility import PRF, auprc, discretize, iou_f1, mask_spans, span_iou, token_prf
+from attnwidget.metrics.segmentation import (
     SegmentationScores,
     average_precision,
     segmentation_scores,

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError
+from attnwidget.errors import InputError
 
 
 def describe(value: Any) -> str:

@@ -25,9 +25,9 @@ from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
-from ..errors import InputError
-from . import _checks
-from .plausibility import token_prf
+from attnwidget.errors import InputError
+from attnwidget.metrics import _checks
+from attnwidget.metrics.plausibility import token_prf
 
 LEVELS = ("nominal", "ordinal", "interval", "ratio")
 

@@ -35,8 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError
-from . import _checks
+from attnwidget.errors import InputError
+from attnwidget.metrics import _checks
 
 #: ERASER's rationale sizes for AOPC: the top 1, 5, 10, 20 and 50 % of the tokens.
 AOPC_BINS: tuple[float, ...] = (0.01, 0.05, 0.1, 0.2, 0.5)

@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError
-from . import _checks
+from attnwidget.errors import InputError
+from attnwidget.metrics import _checks
 
 #: Fractions of the units removed at each step (0 %: the unperturbed input).
 FRACTIONS: tuple[float, ...] = tuple(round(0.1 * k, 1) for k in range(10))

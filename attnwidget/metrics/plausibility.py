@@ -22,9 +22,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..errors import InputError
-from . import _checks
-from .segmentation import average_precision
+from attnwidget.errors import InputError
+from attnwidget.metrics import _checks
+from attnwidget.metrics.segmentation import average_precision
 
 
 class PRF(NamedTuple):

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import ModelNotSupportedError
+from attnwidget.errors import ModelNotSupportedError
 
 #: The first transformers major version whose models all call the attention interface.
 MINIMUM_MAJOR = 5

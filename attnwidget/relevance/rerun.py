@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..capture.record import ModelCall
-from ..capture.run import _device, _expand, _query_logits, _self_attentions, _to_numpy
-from ..capture.state import capture_ready
+from attnwidget.capture.record import ModelCall
+from attnwidget.capture.run import _device, _expand, _query_logits, _self_attentions, _to_numpy
+from attnwidget.capture.state import capture_ready
 
 
 @dataclass

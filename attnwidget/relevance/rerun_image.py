@@ -18,10 +18,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..capture.image import PatchLeaf
-from ..capture.record import ModelCall
-from ..capture.state import capture_ready
-from .rerun import Rerun
+from attnwidget.capture.image import PatchLeaf
+from attnwidget.capture.record import ModelCall
+from attnwidget.capture.state import capture_ready
+from attnwidget.relevance.rerun import Rerun
 
 
 class ImageTargetScore:

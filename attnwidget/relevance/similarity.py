@@ -30,13 +30,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..capture.record import ModelCall
-from ..capture.run import _device, _expand
-from ..capture.similarity import cosine, hidden_states, pool, pool_weights
-from ..capture.state import capture_ready
-from .chefer.engine import CheferRecorder
-from .chefer.rules import alpha_beta
-from .rerun import TargetScore
+from attnwidget.capture.record import ModelCall
+from attnwidget.capture.run import _device, _expand
+from attnwidget.capture.similarity import cosine, hidden_states, pool, pool_weights
+from attnwidget.capture.state import capture_ready
+from attnwidget.relevance.chefer.engine import CheferRecorder
+from attnwidget.relevance.chefer.rules import alpha_beta
+from attnwidget.relevance.rerun import TargetScore
 
 
 class SimilarityScore(TargetScore):

@@ -9,9 +9,9 @@ calculator widget can show as it is. Score functions after Luong et al.
 
 from __future__ import annotations
 
-from .attention import AttentionSteps, attention, masked_softmax
-from .masks import MASK_KINDS, LocalPAlignment, attention_mask, local_p_alignment
-from .scores import SCORE_KINDS, attention_scores
+from attnwidget.teach.attention import AttentionSteps, attention, masked_softmax
+from attnwidget.teach.masks import MASK_KINDS, LocalPAlignment, attention_mask, local_p_alignment
+from attnwidget.teach.scores import SCORE_KINDS, attention_scores
 
 __all__ = [
     "MASK_KINDS",

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError
+from attnwidget.errors import InputError
 
 #: An expected axis: its letter in the formulas and its size (``None``: any size).
 Axis = tuple[str, "int | None"]

@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError
-from ._checks import as_bool_mask, as_matrix, as_scalar
-from .masks import LocalPAlignment
-from .scores import attention_scores
+from attnwidget.errors import InputError
+from attnwidget.teach._checks import as_bool_mask, as_matrix, as_scalar
+from attnwidget.teach.masks import LocalPAlignment
+from attnwidget.teach.scores import attention_scores
 
 
 @dataclass(frozen=True, eq=False)

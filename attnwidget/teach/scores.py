@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError
-from ._checks import as_float_array, as_matrix, as_scalar, check_kind, check_shape
+from attnwidget.errors import InputError
+from attnwidget.teach._checks import as_float_array, as_matrix, as_scalar, check_kind, check_shape
 
 SCORE_KINDS: tuple[str, ...] = (
     "dot",

@@ -16,8 +16,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..annotations import Annotation, Item, Store, _validate
-from ..errors import InputError
+from attnwidget.annotations import Annotation, Item, Store, _validate
+from attnwidget.errors import InputError
 
 #: The columns (or keys) an item may have; others are ignored.
 COLUMNS = ("id", "text", "label", "text_pair")

@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from ..annotations import Item
-from ..annotations.alignment import align
-from ..errors import InputError, TruncationWarning
+from attnwidget.annotations import Item
+from attnwidget.annotations.alignment import align
+from attnwidget.errors import InputError, TruncationWarning
 
 #: How many items' predictions and scores are kept.
 CACHE_ITEMS = 32
@@ -51,8 +51,8 @@ class ModelSide:
     def __init__(
         self, model: Any, tokenizer: Any, *, methods: Sequence[str] | None, show_scores: bool
     ) -> None:
-        from ..capture import ENCODER, model_kind
-        from ..capture.tokens import max_length
+        from attnwidget.capture import ENCODER, model_kind
+        from attnwidget.capture.tokens import max_length
 
         if tokenizer is None:
             raise InputError(
@@ -76,7 +76,7 @@ class ModelSide:
         id2label = getattr(model.config, "id2label", None) or {}
         self.labels = [str(id2label[k]) for k in sorted(id2label)]
         if show_scores and self.methods is not None:
-            from ..methods import get_method
+            from attnwidget.methods import get_method
 
             for name in self.methods:  # unknown names fail now, not on the first item
                 get_method(name)
@@ -125,8 +125,8 @@ class ModelSide:
         return Prediction(label, float(probabilities[top]), truncated)
 
     def _word_scores(self, item: Item) -> WordScores:
-        from ..explain import explain
-        from .saliency import _is_signed
+        from attnwidget.explain import explain
+        from attnwidget.views.saliency import _is_signed
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", TruncationWarning)  # shown as the prediction's note

@@ -8,9 +8,9 @@ from typing import Any
 
 import traitlets
 
-from ..annotations import _validate
-from ..errors import InputError
-from ._base import _AttnWidget
+from attnwidget.annotations import _validate
+from attnwidget.errors import InputError
+from attnwidget.views._base import _AttnWidget
 
 
 class AnnotatorTraits(_AttnWidget):

@@ -53,8 +53,8 @@ from typing import Any
 import numpy as np
 import traitlets
 
-from ..explanation import Explanation
-from ._attention_data import (
+from attnwidget.explanation import Explanation
+from attnwidget.views._attention_data import (
     EXPORT_BYTES,
     MAX_MESSAGE_BYTES,
     PAIR_FILTERS,
@@ -69,8 +69,8 @@ from ._attention_data import (
     encode_float16,
     make_matrix,
 )
-from ._attention_messages import _AttentionMessages
-from ._attention_wire import (
+from attnwidget.views._attention_messages import _AttentionMessages
+from attnwidget.views._attention_wire import (
     MAX_THUMB_BINS,
     THUMB_BYTES,
     _describe_ids,
@@ -82,7 +82,7 @@ from ._attention_wire import (
     thumbnail_bins,
     thumbnails,
 )
-from ._base import _AttnWidget
+from attnwidget.views._base import _AttnWidget
 
 log = logging.getLogger(__name__)
 

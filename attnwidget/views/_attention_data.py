@@ -10,11 +10,11 @@ from typing import Any
 
 import numpy as np
 
-from .._arrays import non_finite_summary
-from ..errors import AttentionShapeError, NonFiniteError
-from ..explanation import Explanation
-from ._buffers import ATTENTION_HINT, DTYPES, check_float16, decode_float16, encode_attention
-from ._method_maps import METHOD_MATRICES, method_maps, shown_methods
+from attnwidget._arrays import non_finite_summary
+from attnwidget.errors import AttentionShapeError, NonFiniteError
+from attnwidget.explanation import Explanation
+from attnwidget.views._buffers import ATTENTION_HINT, DTYPES, check_float16, decode_float16, encode_attention
+from attnwidget.views._method_maps import METHOD_MATRICES, method_maps, shown_methods
 
 #: The wire dtype of attention weights: IEEE half, little-endian (see _buffers).
 WIRE_DTYPE = DTYPES["float16"]

@@ -11,10 +11,10 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from ._attention_data import EXPORT_BYTES, AttentionMatrix, AttentionSet
-from ._attention_wire import _attention_messages, _export_order
-from ._base import RecordedReply, _AttnWidget
-from ._format import format_number
+from attnwidget.views._attention_data import EXPORT_BYTES, AttentionMatrix, AttentionSet
+from attnwidget.views._attention_wire import _attention_messages, _export_order
+from attnwidget.views._base import RecordedReply, _AttnWidget
+from attnwidget.views._format import format_number
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +59,7 @@ class _AttentionMessages(_AttnWidget):
         same recorded attention as :meth:`to_html` with ``embed_bytes``: the
         fragment has no kernel either, so without it every layer or head the
         page asks for would be missing."""
-        from ._standalone import embeddable
+        from attnwidget.views._standalone import embeddable
 
         self._export_budget = int(embed_bytes)
         try:

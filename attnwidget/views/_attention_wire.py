@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ._attention_data import (
+from attnwidget.views._attention_data import (
     MAX_MESSAGE_BYTES,
     PRELOAD_BYTES,
     WIRE_DTYPE,

@@ -18,7 +18,7 @@ from typing import Any
 import anywidget
 import traitlets
 
-from ..errors import AttnWidgetError
+from attnwidget.errors import AttnWidgetError
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +101,7 @@ class _AttnWidget(anywidget.AnyWidget):
         Returns:
             The HTML text.
         """
-        from ._standalone import page
+        from attnwidget.views._standalone import page
 
         text = page(self, title=title)
         if path is not None:
@@ -136,7 +136,7 @@ class _AttnWidget(anywidget.AnyWidget):
         # standalone text/html rendering: static exports of executed notebooks
         # (scripts/run_notebook.py) show the view with no widget manager. Live
         # front ends keep preferring the widget mimetype.
-        from ._standalone import fragment, static_mode
+        from attnwidget.views._standalone import fragment, static_mode
 
         bundle = super()._repr_mimebundle_(**kwargs)
         if bundle is None or not static_mode():

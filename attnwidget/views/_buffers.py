@@ -39,7 +39,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ..errors import InputError
+from attnwidget.errors import InputError
 
 WireDtype = Literal["float16", "float32", "uint32"]
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError, ModelNotSupportedError
+from attnwidget.errors import InputError, ModelNotSupportedError
 
 #: Names of the three projections, per family: (query, key, value).
 PROJECTIONS: tuple[tuple[str, str, str], ...] = (

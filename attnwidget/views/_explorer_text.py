@@ -6,8 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from ..explanation import Explanation
-from ._format import format_number
+from attnwidget.explanation import Explanation
+from attnwidget.views._format import format_number
 
 
 def _check_max_length(value: Any, limit: int | None) -> int | None:

@@ -44,10 +44,10 @@ from typing import Any, Literal, TypedDict
 
 import numpy as np
 
-from ._attention import MAX_MESSAGE_BYTES
-from ._base import _AttnWidget
-from ._buffers import decode_array, encode_array, encode_float32
-from ._paths import PathResult
+from attnwidget.views._attention import MAX_MESSAGE_BYTES
+from attnwidget.views._base import _AttnWidget
+from attnwidget.views._buffers import decode_array, encode_array, encode_float32
+from attnwidget.views._paths import PathResult
 
 log = logging.getLogger(__name__)
 

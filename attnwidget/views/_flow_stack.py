@@ -11,11 +11,11 @@ from typing import Any
 import numpy as np
 import traitlets
 
-from ..errors import TooLargeError, UnknownMethodError
-from ..explanation import Explanation
-from ..methods._graph import as_attention_array, fuse_heads
-from ._format import format_number
-from ._paths import get_path_method, path_methods, stack_explanation, stack_problem
+from attnwidget.errors import TooLargeError, UnknownMethodError
+from attnwidget.explanation import Explanation
+from attnwidget.methods._graph import as_attention_array, fuse_heads
+from attnwidget.views._format import format_number
+from attnwidget.views._paths import get_path_method, path_methods, stack_explanation, stack_problem
 
 #: The largest input drawn (n rows of nodes; one float32 layer, 4 MiB, must fit a message).
 MAX_TOKENS = 1024
@@ -128,7 +128,7 @@ def check_token(value: Any, n: int) -> int:
 
 
 def _registered() -> list[str]:
-    from ..methods.registry import available_methods
+    from attnwidget.methods.registry import available_methods
 
     return available_methods()
 

@@ -41,12 +41,12 @@ from typing import Any
 
 import numpy as np
 
-from .._images import patch_positions
-from ..explanation import Explanation
-from ._attention_data import MAX_MESSAGE_BYTES
-from ._base import RecordedReply
-from ._buffers import encode_attention
-from ._format import format_number
+from attnwidget._images import patch_positions
+from attnwidget.explanation import Explanation
+from attnwidget.views._attention_data import MAX_MESSAGE_BYTES
+from attnwidget.views._base import RecordedReply
+from attnwidget.views._buffers import encode_attention
+from attnwidget.views._format import format_number
 
 #: The whole initial state at most (image, scores and preloaded maps), in bytes.
 STATE_BYTES = MAX_MESSAGE_BYTES
@@ -163,7 +163,7 @@ class QueryMaps:
     def rollout(self) -> np.ndarray:
         """float32 (layers, 1+P, P): rollout up to each layer, query rows × patch columns."""
         if self._rollout is None:
-            from ..methods.rollout import rollout
+            from attnwidget.methods.rollout import rollout
 
             maps = rollout(self._attentions, **self._rollout_options)
             self._rollout = maps[:, self.rows][:, :, self.columns].astype(np.float32)

@@ -24,8 +24,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import InputError
-from ._base import WIDGET_OPTIONS, _AttnWidget, _keyword_traits, _unknown_kwargs_message
+from attnwidget.errors import InputError
+from attnwidget.views._base import WIDGET_OPTIONS, _AttnWidget, _keyword_traits, _unknown_kwargs_message
 
 #: HeadView switches to the matrix view above this many tokens.
 HEAD_VIEW_TOKENS = 512
@@ -68,7 +68,7 @@ def matrix_view_for(
     owner: type[_AttnWidget] | None = None,
 ) -> Any:
     """The matrix view ``view`` shows instead (see the module docstring)."""
-    from .attention_matrix_view import AttentionMatrixView
+    from attnwidget.views.attention_matrix_view import AttentionMatrixView
 
     if matrix not in (None, "self", "encoder"):
         raise InputError(

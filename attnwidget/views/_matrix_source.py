@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from .._arrays import non_finite_summary
-from ..errors import AttentionShapeError, InputError, NonFiniteError
+from attnwidget._arrays import non_finite_summary
+from attnwidget.errors import AttentionShapeError, InputError, NonFiniteError
 
 #: The head value that selects the mean over heads (the fused matrix).
 MEAN = "mean"

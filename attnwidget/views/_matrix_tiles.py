@@ -30,7 +30,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ._buffers import encode_array
+from attnwidget.views._buffers import encode_array
 
 #: Cells per side of one tile (a level-0 tile: 128 × 128 float16 = 32 KiB).
 TILE = 128

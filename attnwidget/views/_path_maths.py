@@ -69,8 +69,8 @@ from typing import Any
 
 import numpy as np
 
-from ..methods._graph import HeadFusion, add_residual, as_attention_array, fuse_heads
-from ..methods.flow import attention_flow_result
+from attnwidget.methods._graph import HeadFusion, add_residual, as_attention_array, fuse_heads
+from attnwidget.methods.flow import attention_flow_result
 
 Progress = Callable[[int, int], None]
 
@@ -272,7 +272,7 @@ def _max_flow_edges(
     The methods layer's extractor (:func:`attnwidget.methods._flow_edges.max_flow_edges`),
     the same that the exact solver reads scipy's results with.
     """
-    from ..methods._flow_edges import max_flow_edges  # views import methods, never the reverse
+    from attnwidget.methods._flow_edges import max_flow_edges  # views import methods, never the reverse
 
     return max_flow_edges(stack, source, sink)
 

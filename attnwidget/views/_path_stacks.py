@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from ..errors import ModelNotSupportedError
+from attnwidget.errors import ModelNotSupportedError
 
 #: The self-attention stacks a flow diagram can show (see "Stacks" above).
 STACKS: tuple[str, ...] = ("encoder", "decoder")

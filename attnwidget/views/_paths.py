@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ModelNotSupportedError, UnknownMethodError
-from ..methods._graph import HeadFusion, as_attention_array, fuse_heads
-from ._method_maps import METHOD_MATRICES, method_maps, shown_methods
-from ._path_maths import (
+from attnwidget.errors import ModelNotSupportedError, UnknownMethodError
+from attnwidget.methods._graph import HeadFusion, as_attention_array, fuse_heads
+from attnwidget.views._method_maps import METHOD_MATRICES, method_maps, shown_methods
+from attnwidget.views._path_maths import (
     PathResult,
     Progress,
     _max_flow_edges,
@@ -29,7 +29,7 @@ from ._path_maths import (
     raw_paths,
     residual_maps,
 )
-from ._path_stacks import STACKS, stack_explanation, stack_problem, stacks
+from attnwidget.views._path_stacks import STACKS, stack_explanation, stack_problem, stacks
 
 __all__ = [
     "STACKS",

@@ -50,7 +50,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._base import RecordedReply, _AttnWidget
+    from attnwidget.views._base import RecordedReply, _AttnWidget
 
 #: Identifier of the payload layout (js/src/localmodel.ts PAYLOAD_FORMAT).
 PAYLOAD_FORMAT = "attnwidget-state/1"

@@ -35,8 +35,8 @@ from typing import Any
 import numpy as np
 import traitlets
 
-from ..errors import InputError
-from ._base import _AttnWidget
+from attnwidget.errors import InputError
+from attnwidget.views._base import _AttnWidget
 
 
 def _tokens(value: Any, what: str) -> list[str]:

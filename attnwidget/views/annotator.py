@@ -64,9 +64,9 @@ from typing import Any
 
 import traitlets
 
-from ..annotations import Annotation, Item, Store, _validate
-from ..errors import InputError
-from ._annotator_items import (
+from attnwidget.annotations import Annotation, Item, Store, _validate
+from attnwidget.errors import InputError
+from attnwidget.views._annotator_items import (
     ItemOrder,
     choose_labels,
     coerce_items,
@@ -75,10 +75,10 @@ from ._annotator_items import (
     saved_trait,
     values_of,
 )
-from ._annotator_model import ModelSide
-from ._annotator_traits import AnnotatorTraits
-from ._base import RecordedReply
-from ._buffers import encode_float32
+from attnwidget.views._annotator_model import ModelSide
+from attnwidget.views._annotator_traits import AnnotatorTraits
+from attnwidget.views._base import RecordedReply
+from attnwidget.views._buffers import encode_float32
 
 log = logging.getLogger(__name__)
 

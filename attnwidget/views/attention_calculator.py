@@ -69,13 +69,13 @@ from typing import Any
 import numpy as np
 import traitlets
 
-from ..errors import InputError
-from ..teach import MASK_KINDS, SCORE_KINDS, AttentionSteps, attention, attention_mask
-from ..teach import local_p_alignment as _local_p
-from ..teach.scores import SCORE_PARAMS, attention_scores
-from ._base import _AttnWidget
-from ._calculator_model import head_inputs
-from ._calculator_traits import (
+from attnwidget.errors import InputError
+from attnwidget.teach import MASK_KINDS, SCORE_KINDS, AttentionSteps, attention, attention_mask
+from attnwidget.teach import local_p_alignment as _local_p
+from attnwidget.teach.scores import SCORE_PARAMS, attention_scores
+from attnwidget.views._base import _AttnWidget
+from attnwidget.views._calculator_model import head_inputs
+from attnwidget.views._calculator_traits import (
     DEFAULT_K,
     DEFAULT_Q,
     DEFAULT_TOKENS,

@@ -54,9 +54,9 @@ from typing import Any
 import numpy as np
 import traitlets
 
-from ._base import RecordedReply, _AttnWidget
-from ._matrix_source import MEAN, MatrixSource, source_of
-from ._matrix_tiles import (
+from attnwidget.views._base import RecordedReply, _AttnWidget
+from attnwidget.views._matrix_source import MEAN, MatrixSource, source_of
+from attnwidget.views._matrix_tiles import (
     MAX_TILES_PER_REQUEST,
     POOLS,
     TILE,

@@ -27,10 +27,10 @@ from typing import Any
 
 import numpy as np
 
-from .._arrays import as_layer_stack, as_token_list, describe_input
-from ._attention import AttentionMatrix, AttentionSet, make_matrix
-from .head_view import HeadView
-from .model_view import ModelView
+from attnwidget._arrays import as_layer_stack, as_token_list, describe_input
+from attnwidget.views._attention import AttentionMatrix, AttentionSet, make_matrix
+from attnwidget.views.head_view import HeadView
+from attnwidget.views.model_view import ModelView
 
 HTML_ACTIONS = ("view", "return")
 DISPLAY_MODES = ("dark", "light", "auto")

@@ -39,10 +39,10 @@ from typing import Any
 import numpy as np
 import traitlets
 
-from ..errors import InputError
-from ._base import _AttnWidget
-from ._buffers import decode_float32, encode_float32
-from .saliency import SaliencyView
+from attnwidget.errors import InputError
+from attnwidget.views._base import _AttnWidget
+from attnwidget.views._buffers import decode_float32, encode_float32
+from attnwidget.views.saliency import SaliencyView
 
 #: Characters of each example's text sent to the page.
 TEXT_PREVIEW = 160

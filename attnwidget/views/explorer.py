@@ -25,18 +25,18 @@ from typing import Any
 import ipywidgets as widgets
 import numpy as np
 
-from ..capture.kinds import ENCODER, IMAGE, model_kind
-from ..capture.tokens import max_length as model_max_length
-from ..capture.tokens import token_label
-from ..errors import InputError
-from ..explain import DEFAULT_METHODS, explain
-from ..explanation import Explanation
-from ._explorer_text import _check_max_length, _cut, _message, _summary
-from ._format import format_number
-from ._large_inputs import switch_reason
-from .attention_matrix_view import AttentionMatrixView
-from .flow_view import FlowView
-from .saliency import SaliencyView
+from attnwidget.capture.kinds import ENCODER, IMAGE, model_kind
+from attnwidget.capture.tokens import max_length as model_max_length
+from attnwidget.capture.tokens import token_label
+from attnwidget.errors import InputError
+from attnwidget.explain import DEFAULT_METHODS, explain
+from attnwidget.explanation import Explanation
+from attnwidget.views._explorer_text import _check_max_length, _cut, _message, _summary
+from attnwidget.views._format import format_number
+from attnwidget.views._large_inputs import switch_reason
+from attnwidget.views.attention_matrix_view import AttentionMatrixView
+from attnwidget.views.flow_view import FlowView
+from attnwidget.views.saliency import SaliencyView
 
 log = logging.getLogger(__name__)
 
@@ -78,8 +78,8 @@ def _default_methods(model: Any) -> list[str]:
     never offers a method whose every run would be refused. Encoder-decoder
     models get neither.
     """
-    from ..relevance.chefer import check_runs, chefer_rules
-    from ..relevance.lrp import lrp_rules
+    from attnwidget.relevance.chefer import check_runs, chefer_rules
+    from attnwidget.relevance.lrp import lrp_rules
 
     methods = list(DEFAULT_METHODS)
     if getattr(getattr(model, "config", None), "is_encoder_decoder", False):
@@ -134,7 +134,7 @@ class Explorer(widgets.VBox):
         # explorer (its controls differ: no text box, an image picker).
         model = args[0] if args else kwargs.get("model")
         if cls is Explorer and _is_image_model(model):
-            from .image_explorer import ImageExplorer
+            from attnwidget.views.image_explorer import ImageExplorer
 
             return ImageExplorer(*args, **kwargs)
         return super().__new__(cls, *args, **kwargs)

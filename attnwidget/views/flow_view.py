@@ -80,11 +80,11 @@ from typing import Any
 import numpy as np
 import traitlets
 
-from ..explanation import Explanation
-from ..methods._graph import HEAD_FUSIONS
-from ._attention import PRELOAD_BYTES
-from ._buffers import decode_float32, encode_float32
-from ._flow_messages import (
+from attnwidget.explanation import Explanation
+from attnwidget.methods._graph import HEAD_FUSIONS
+from attnwidget.views._attention import PRELOAD_BYTES
+from attnwidget.views._buffers import decode_float32, encode_float32
+from attnwidget.views._flow_messages import (
     EDGE_FLOOR,
     EXPORT_BYTES,
     MAX_PATH_EDGES,
@@ -94,7 +94,7 @@ from ._flow_messages import (
     decode_paths,
     encode_paths,
 )
-from ._flow_stack import (
+from attnwidget.views._flow_stack import (
     MAX_TOKENS,
     _caption,
     _Shown,
@@ -103,9 +103,9 @@ from ._flow_stack import (
     method_error,
     prepare_stack,
 )
-from ._large_inputs import matrix_view_for, switch_reason
-from ._paths import PathResult, compute_paths, get_path_method, stacks
-from .saliency import check_scale
+from attnwidget.views._large_inputs import matrix_view_for, switch_reason
+from attnwidget.views._paths import PathResult, compute_paths, get_path_method, stacks
+from attnwidget.views.saliency import check_scale
 
 #: Kept importable from here (tests and users import them from this module).
 __all__ = [

@@ -43,9 +43,9 @@ from typing import Any
 import numpy as np
 import traitlets
 
-from ..errors import InputError
-from ..methods import get_method
-from ._base import _AttnWidget
+from attnwidget.errors import InputError
+from attnwidget.methods import get_method
+from attnwidget.views._base import _AttnWidget
 
 _SPACE_MARKERS = ("Ġ", "▁")
 

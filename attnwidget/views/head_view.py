@@ -41,9 +41,9 @@ from typing import Any
 import numpy as np
 import traitlets
 
-from ..explanation import Explanation
-from ._attention import AttentionSet, _AttentionView, _describe_ids, _position
-from ._large_inputs import HEAD_VIEW_TOKENS, matrix_view_for, switch_reason
+from attnwidget.explanation import Explanation
+from attnwidget.views._attention import AttentionSet, _AttentionView, _describe_ids, _position
+from attnwidget.views._large_inputs import HEAD_VIEW_TOKENS, matrix_view_for, switch_reason
 
 
 class HeadView(_AttentionView):

@@ -21,13 +21,13 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from ..capture.image import check_image_model
-from ..explain import explain
-from ..explanation import Explanation
-from ._format import format_number
-from .explorer import Explorer
-from .flow_view import FlowView
-from .saliency import SaliencyView
+from attnwidget.capture.image import check_image_model
+from attnwidget.explain import explain
+from attnwidget.explanation import Explanation
+from attnwidget.views._format import format_number
+from attnwidget.views.explorer import Explorer
+from attnwidget.views.flow_view import FlowView
+from attnwidget.views.saliency import SaliencyView
 
 log = logging.getLogger(__name__)
 
@@ -195,7 +195,7 @@ class ImageExplorer(widgets.VBox):
         self.status.style.text_color = None
 
     def _show(self, explanation: Explanation) -> None:
-        from . import HeadView, ImageView, ModelView
+        from attnwidget.views import HeadView, ImageView, ModelView
 
         flow_method = self._flow_method
         views: dict[str, widgets.Widget] = {

@@ -56,12 +56,12 @@ from typing import Any
 import numpy as np
 import traitlets
 
-from ..errors import UnknownMethodError
-from ..explanation import Explanation
-from ._attention_data import EXPORT_BYTES
-from ._base import RecordedReply, _AttnWidget
-from ._buffers import decode_float32, encode_float32
-from ._image_wire import (
+from attnwidget.errors import UnknownMethodError
+from attnwidget.explanation import Explanation
+from attnwidget.views._attention_data import EXPORT_BYTES
+from attnwidget.views._base import RecordedReply, _AttnWidget
+from attnwidget.views._buffers import decode_float32, encode_float32
+from attnwidget.views._image_wire import (
     PRELOAD_BYTES,
     STATE_BYTES,
     QueryMaps,
@@ -71,7 +71,7 @@ from ._image_wire import (
     preload,
     request_reply,
 )
-from .saliency import _choose_methods, _is_signed, _summary
+from attnwidget.views.saliency import _choose_methods, _is_signed, _summary
 
 log = logging.getLogger(__name__)
 

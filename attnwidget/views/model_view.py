@@ -45,8 +45,8 @@ from typing import Any
 import numpy as np
 import traitlets
 
-from ..explanation import Explanation
-from ._attention import (
+from attnwidget.explanation import Explanation
+from attnwidget.views._attention import (
     MAX_MESSAGE_BYTES,
     AttentionSet,
     _AttentionView,
@@ -54,7 +54,7 @@ from ._attention import (
     _position,
     thumbnails,
 )
-from ._large_inputs import MODEL_VIEW_TOKENS, matrix_view_for, switch_reason
+from attnwidget.views._large_inputs import MODEL_VIEW_TOKENS, matrix_view_for, switch_reason
 
 
 class ModelView(_AttentionView):

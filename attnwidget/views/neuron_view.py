@@ -54,9 +54,9 @@ from typing import Any
 import numpy as np
 import traitlets
 
-from ..capture.qk import QueryKeys, query_keys
-from ..errors import InputError
-from ._base import _AttnWidget
+from attnwidget.capture.qk import QueryKeys, query_keys
+from attnwidget.errors import InputError
+from attnwidget.views._base import _AttnWidget
 
 
 def _index(value: Any, size: int, what: str) -> int:

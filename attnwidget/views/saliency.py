@@ -41,10 +41,10 @@ from typing import Any
 import numpy as np
 import traitlets
 
-from ..errors import UnknownMethodError
-from ..explanation import Explanation
-from ._base import _AttnWidget
-from ._buffers import decode_float32, encode_float32
+from attnwidget.errors import UnknownMethodError
+from attnwidget.explanation import Explanation
+from attnwidget.views._base import _AttnWidget
+from attnwidget.views._buffers import decode_float32, encode_float32
 
 #: The values of :attr:`SaliencyView.scale`.
 SCALES = ("words", "all")
@@ -258,7 +258,7 @@ def _choose_methods(explanation: Explanation, methods: str | Sequence[str] | Non
         raise ValueError(f"methods lists {', '.join(map(repr, duplicates))} more than once.")
     missing = [n for n in names if n not in explanation.scores]
     if missing:
-        from ..methods.registry import available_methods
+        from attnwidget.methods.registry import available_methods
 
         known = set(available_methods())
         hint = (
@@ -291,7 +291,7 @@ def _pair_scores(explanation: Explanation, names: list[str]) -> tuple[bytes, lis
 
 
 def _summary(name: str) -> str:
-    from ..methods.registry import get_method
+    from attnwidget.methods.registry import get_method
 
     try:
         return get_method(name).summary
@@ -301,7 +301,7 @@ def _summary(name: str) -> str:
 
 def _is_signed(name: str, scores: np.ndarray) -> bool:
     """Diverging colours when the method is signed or these scores go negative."""
-    from ..methods.registry import get_method
+    from attnwidget.methods.registry import get_method
 
     try:
         registered = get_method(name).signed

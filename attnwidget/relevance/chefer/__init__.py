@@ -19,9 +19,9 @@ operations between modules rebuilt with their rules), :mod:`.engine`
 
 from __future__ import annotations
 
-from .engine import CheferRecorder, chefer_rules
-from .leaves import LeafRule, paper_rules
-from .result import CheferRelevance, check_runs, run_chefer_relevance
+from attnwidget.relevance.chefer.engine import CheferRecorder, chefer_rules
+from attnwidget.relevance.chefer.leaves import LeafRule, paper_rules
+from attnwidget.relevance.chefer.result import CheferRelevance, check_runs, run_chefer_relevance
 
 __all__ = [
     "CheferRecorder",

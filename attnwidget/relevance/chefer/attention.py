@@ -32,9 +32,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from ...errors import ModelNotSupportedError
-from .._interface import UNSUPPORTED_KWARGS, register_attention
-from .rules import matmul_split, pass_through
+from attnwidget.errors import ModelNotSupportedError
+from attnwidget.relevance._interface import UNSUPPORTED_KWARGS, register_attention
+from attnwidget.relevance.chefer.rules import matmul_split, pass_through
 
 #: Name under which the function is registered with transformers.
 IMPLEMENTATION = "attnwidget_chefer2021"

@@ -66,12 +66,12 @@ import torch
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
-from ...capture.state import _all_configs
-from ...errors import ModelNotSupportedError
-from .attention import _HINT, IMPLEMENTATION, AttentionCalls, active_pass, register
-from .inline import resolve
-from .leaves import ALPHA_BETA, UNCHANGED, LeafRule, paper_rules
-from .rules import NODE_NAMES, alpha_beta, pass_through
+from attnwidget.capture.state import _all_configs
+from attnwidget.errors import ModelNotSupportedError
+from attnwidget.relevance.chefer.attention import _HINT, IMPLEMENTATION, AttentionCalls, active_pass, register
+from attnwidget.relevance.chefer.inline import resolve
+from attnwidget.relevance.chefer.leaves import ALPHA_BETA, UNCHANGED, LeafRule, paper_rules
+from attnwidget.relevance.chefer.rules import NODE_NAMES, alpha_beta, pass_through
 
 register(required=False)  # transformers<5: attnwidget imports, the pass refuses
 

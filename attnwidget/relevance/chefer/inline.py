@@ -43,7 +43,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from .rules import pass_through, product_split, residual_add, token_mean
+from attnwidget.relevance.chefer.rules import pass_through, product_split, residual_add, token_mean
 
 #: Inline element-wise activations recognised between two modules.
 ACTIVATIONS: dict[str, Callable[[Any], Callable[[torch.Tensor], torch.Tensor]]] = {

@@ -40,10 +40,10 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ...errors import ModelNotSupportedError
-from ..lrp.families import roles
-from ..lrp.structure import ACTIVATION, LAYER_NORM, LINEAR, OPEN, PASSIVE, RMS_NORM, Role
-from .attention import _HINT
+from attnwidget.errors import ModelNotSupportedError
+from attnwidget.relevance.lrp.families import roles
+from attnwidget.relevance.lrp.structure import ACTIVATION, LAYER_NORM, LINEAR, OPEN, PASSIVE, RMS_NORM, Role
+from attnwidget.relevance.chefer.attention import _HINT
 
 #: The two leaf rules of the paper: α1β0 on linear layers, relevance passed unchanged.
 ALPHA_BETA, UNCHANGED = "alpha_beta", "unchanged"

@@ -11,9 +11,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from ...capture.state import capture_ready
-from ...errors import ModelNotSupportedError
-from .engine import CheferRecorder, chefer_rules
+from attnwidget.capture.state import capture_ready
+from attnwidget.errors import ModelNotSupportedError
+from attnwidget.relevance.chefer.engine import CheferRecorder, chefer_rules
 
 
 @dataclass

@@ -16,10 +16,10 @@ The registered methods that use it are :mod:`attnwidget.methods.lrp` and
 
 from __future__ import annotations
 
-from .engine import LRPRecorder, lrp_rules
-from .families import supported_model_types
-from .result import LRPResult, run_lrp
-from .rules import DEFAULT_EPSILON
+from attnwidget.relevance.lrp.engine import LRPRecorder, lrp_rules
+from attnwidget.relevance.lrp.families import supported_model_types
+from attnwidget.relevance.lrp.result import LRPResult, run_lrp
+from attnwidget.relevance.lrp.rules import DEFAULT_EPSILON
 
 __all__ = [
     "DEFAULT_EPSILON",

@@ -37,9 +37,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from ...errors import ModelNotSupportedError
-from .._interface import UNSUPPORTED_KWARGS, register_attention, repeat_kv_heads
-from .rules import uniform_rule
+from attnwidget.errors import ModelNotSupportedError
+from attnwidget.relevance._interface import UNSUPPORTED_KWARGS, register_attention, repeat_kv_heads
+from attnwidget.relevance.lrp.rules import uniform_rule
 
 #: Name under which the function is registered with transformers.
 IMPLEMENTATION = "attnwidget_lrp"

@@ -17,12 +17,12 @@ from typing import Any
 import torch
 from torch import nn
 
-from ...capture.state import _all_configs
-from ...errors import ModelNotSupportedError
-from .attention import IMPLEMENTATION, AttentionLedger, active_pass, register
-from .families import Installer, install_rules, roles
-from .inline import InlineRules
-from .rules import DEFAULT_EPSILON
+from attnwidget.capture.state import _all_configs
+from attnwidget.errors import ModelNotSupportedError
+from attnwidget.relevance.lrp.attention import IMPLEMENTATION, AttentionLedger, active_pass, register
+from attnwidget.relevance.lrp.families import Installer, install_rules, roles
+from attnwidget.relevance.lrp.inline import InlineRules
+from attnwidget.relevance.lrp.rules import DEFAULT_EPSILON
 
 register(required=False)  # transformers<5: attnwidget imports, LRP refuses models
 

@@ -54,9 +54,9 @@ import torch
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
-from .inline import InlineState
-from .rules import epsilon_rule, identity_rule
-from .structure import (
+from attnwidget.relevance.lrp.inline import InlineState
+from attnwidget.relevance.lrp.rules import epsilon_rule, identity_rule
+from attnwidget.relevance.lrp.structure import (
     ACTIVATION,
     LAYER_NORM,
     LINEAR,

@@ -46,10 +46,10 @@ import torch.nn.functional as F
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
-from ...errors import ModelNotSupportedError
-from .attention import AttentionLedger
-from .inline_attention import add_bias, carry, softmax_rule
-from .rules import epsilon_rule, identity_rule, uniform_rule
+from attnwidget.errors import ModelNotSupportedError
+from attnwidget.relevance.lrp.attention import AttentionLedger
+from attnwidget.relevance.lrp.inline_attention import add_bias, carry, softmax_rule
+from attnwidget.relevance.lrp.rules import epsilon_rule, identity_rule, uniform_rule
 
 T = torch.Tensor
 

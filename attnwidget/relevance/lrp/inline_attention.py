@@ -41,7 +41,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from .attention import AttentionLedger
+from attnwidget.relevance.lrp.attention import AttentionLedger
 
 #: Attribute on an input-dependent tensor: the constant biases in it (a tuple).
 _BIASES = "_attnwidget_logit_biases"

@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import ModelNotSupportedError
-from .engine import LRPRecorder, lrp_rules
-from .rules import DEFAULT_EPSILON
+from attnwidget.errors import ModelNotSupportedError
+from attnwidget.relevance.lrp.engine import LRPRecorder, lrp_rules
+from attnwidget.relevance.lrp.rules import DEFAULT_EPSILON
 
 
 @dataclass

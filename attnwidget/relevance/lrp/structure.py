@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ...errors import ModelNotSupportedError
+from attnwidget.errors import ModelNotSupportedError
 
 LINEAR, ACTIVATION, RMS_NORM, LAYER_NORM = "linear", "activation", "rms_norm", "layer_norm"
 PASSIVE, ROUTER, OPEN = "passive", "router", "open"
