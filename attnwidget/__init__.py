@@ -24,9 +24,6 @@ from attnwidget.errors import (
     TruncationWarning,
     UnknownMethodError,
 )
-from attnwidget.explain import DEFAULT_METHODS, explain
-from attnwidget.explanation import Explanation
-from attnwidget.generation import GenerationExplanation, explain_generation
 from attnwidget.methods import (
     MethodInfo,
     Option,
@@ -44,6 +41,9 @@ from attnwidget.methods import (
 from attnwidget.methods.chefer2021 import chefer2021
 from attnwidget.methods.lrp import lrp
 from attnwidget.methods.rollout import rollout
+from attnwidget.pipeline.explain import DEFAULT_METHODS, explain
+from attnwidget.pipeline.generation import GenerationExplanation, explain_generation
+from attnwidget.results.explanation import Explanation
 
 __version__ = "0.1.0"
 

@@ -1,8 +1,8 @@
 """Array coercion shared by every layer: attention from tensors, tuples or arrays.
 
 One place decides what attention layouts are accepted, so the methods
-(:func:`attnwidget.methods._graph.as_attention_array`) and the
-bertviz-compatible views (:mod:`attnwidget.views.compat`) cannot drift apart.
+(:func:`attnwidget.methods.graph.as_attention_array`) and the
+bertviz-compatible views (:mod:`attnwidget.views.attention.compat`) cannot drift apart.
 Nothing here imports torch: a tensor is recognised by its ``detach`` method.
 """
 

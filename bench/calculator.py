@@ -145,8 +145,8 @@ class Bridge:
 def run_case(browser: Any, name: str, calc: Any, repeats: int) -> dict[str, Any]:
     from websockets.sync.server import serve
 
-    from attnwidget.views._base import BUNDLE
-    from attnwidget.views._standalone import script_json, widget_payload
+    from attnwidget.views.core.base import BUNDLE
+    from attnwidget.views.core.standalone import script_json, widget_payload
 
     bridge = Bridge(calc)
     page_html = PAGE.replace(

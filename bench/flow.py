@@ -7,7 +7,7 @@ The reference is the algorithm of ``compute_flows`` in samiraabnar/attention_flo
 (Abnar & Zuidema, 2020), written out here: the full layered networkx DiGraph
 (nodes (l, i) for l = 0 … L), ``nx.maximum_flow_value`` with Edmonds–Karp per
 (source, sink) pair, each source row divided by its sum. Ours is
-:func:`attnwidget.methods.flow.attention_flow` on the same attention. For
+:func:`attnwidget.methods.flow.flow.attention_flow` on the same attention. For
 every case the table shows both times, the speed ratio, the largest absolute
 difference of the normalised flows (and of the raw values), and the share of
 values that sit at their trivial bound.
@@ -67,9 +67,9 @@ from networkx.algorithms.flow import edmonds_karp  # noqa: E402
 from scipy.sparse import csr_array  # noqa: E402
 from scipy.sparse.csgraph import maximum_flow  # noqa: E402
 
-from attnwidget.methods import _flow_push  # noqa: E402
-from attnwidget.methods._graph import add_residual, fuse_heads  # noqa: E402
-from attnwidget.methods.flow import attention_flow_result  # noqa: E402
+from attnwidget.methods.flow import _push as _flow_push  # noqa: E402
+from attnwidget.methods.flow.flow import attention_flow_result  # noqa: E402
+from attnwidget.methods.graph import add_residual, fuse_heads  # noqa: E402
 
 LAYERS = 12
 

@@ -194,7 +194,7 @@ class Bridge:
         self.out.append(data)
 
     def handle(self, text: str) -> list[bytes]:
-        from attnwidget.views._standalone import widget_payload
+        from attnwidget.views.core.standalone import widget_payload
 
         message = json.loads(text)
         self.out = []
@@ -223,9 +223,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from playwright.sync_api import sync_playwright
     from websockets.sync.server import serve
 
-    from attnwidget.explanation import Explanation
+    from attnwidget.results.explanation import Explanation
     from attnwidget.views import HeadView
-    from attnwidget.views._base import BUNDLE
+    from attnwidget.views.core.base import BUNDLE
 
     attentions = softmax_attention(args.layers, args.heads, args.n)
     exp = Explanation.from_attentions(attentions, [f"tok{i}" for i in range(args.n)], methods=None)

@@ -38,7 +38,7 @@ payload
     the ~80 KB bundle); later lazy messages are listed separately. An
     exported page holds the live state first, then the bundle, then the
     recorded replies to the page's later requests (see
-    attnwidget/views/_standalone.py), so it draws before it has read them.
+    attnwidget/views/core/standalone.py), so it draws before it has read them.
 first render
     Navigation start (``performance.now()``'s origin) to the first frame
     painted after the view's drawing exists. Readiness signals, checked once
@@ -244,7 +244,7 @@ class Ours:
 
 def ours_pages(case: Case) -> dict[str, Ours]:
     import attnwidget
-    from attnwidget.explanation import Explanation
+    from attnwidget.results.explanation import Explanation
     from attnwidget.views import HeadView, ModelView
 
     exp = Explanation(tokens=case.tokens, attentions=case.attention)

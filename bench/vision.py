@@ -234,7 +234,7 @@ def _render_time(exp) -> None:
 
     from playwright.sync_api import sync_playwright
 
-    from attnwidget.views._standalone import bundle_script, widget_bundle
+    from attnwidget.views.core.standalone import bundle_script, widget_bundle
 
     chromium = os.environ.get("ATTNWIDGET_CHROMIUM") or shutil.which("chromium")
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as playwright:

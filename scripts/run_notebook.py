@@ -47,7 +47,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _load_page_format() -> ModuleType:
-    """attnwidget's page format helpers (attnwidget/views/_standalone.py) of this checkout.
+    """attnwidget's page format helpers (attnwidget/views/core/standalone.py) of this checkout.
 
     Loaded from the file, not through the package: the module needs nothing
     but the standard library here, while ``import attnwidget`` would import

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from tiny_vision import build_vision
 
-from attnwidget.explanation import Explanation
+from attnwidget.results.explanation import Explanation
 
 
 def picture(height: int = 40, width: int = 48) -> np.ndarray:

@@ -20,7 +20,7 @@ from attnwidget.annotations import Store
 from attnwidget.annotations.alignment import align
 from attnwidget.errors import InputError
 from attnwidget.views import Annotator
-from attnwidget.views._buffers import decode_float32
+from attnwidget.views.core.buffers import decode_float32
 
 TEXTS = ["a truly great film", "dull and far too long", "fine", "not bad at all"]
 

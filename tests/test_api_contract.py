@@ -22,7 +22,7 @@ import attnwidget
 from attnwidget.capture import attention_implementation
 from attnwidget.errors import InputError, UnknownMethodError
 from attnwidget.methods import ScoreContext, compute_scores
-from attnwidget.methods.flow import attention_flow_result
+from attnwidget.methods.flow.flow import attention_flow_result
 from attnwidget.methods.registry import READS_ATTENTION
 from attnwidget.relevance.lrp import run_lrp
 

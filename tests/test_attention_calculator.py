@@ -17,9 +17,9 @@ import attnwidget
 from attnwidget import teach
 from attnwidget.errors import InputError, ModelNotSupportedError
 from attnwidget.views import AttentionCalculator
-from attnwidget.views._calculator_traits import from_wire, to_wire
-from attnwidget.views._standalone import widget_payload
-from attnwidget.views.attention_calculator import INPUTS, STEPS
+from attnwidget.views.core.standalone import widget_payload
+from attnwidget.views.teach._traits import from_wire, to_wire
+from attnwidget.views.teach.calculator import INPUTS, STEPS
 
 
 def steps_of(calc: AttentionCalculator) -> dict[str, Any]:

@@ -20,13 +20,13 @@ import traitlets
 from ipywidgets.widgets.widget import _remove_buffers
 from tiny_models import build
 
-from attnwidget import explain
 from attnwidget.errors import InputError
-from attnwidget.explanation import Explanation
+from attnwidget.pipeline import explain
+from attnwidget.results.explanation import Explanation
 from attnwidget.views import AttentionMatrixView, FlowView, HeadView, ModelView
-from attnwidget.views._base import _AttnWidget
-from attnwidget.views._buffers import decode_array
-from attnwidget.views._matrix_tiles import pyramid
+from attnwidget.views.core.base import _AttnWidget
+from attnwidget.views.core.buffers import decode_array
+from attnwidget.views.matrix._tiles import pyramid
 
 FIXTURE = Path(__file__).resolve().parent.parent / "js" / "test" / "fixtures" / "matrix.json"
 #: The Jupyter server drops websocket messages over 10 MiB.

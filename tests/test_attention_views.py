@@ -15,9 +15,9 @@ import traitlets
 from ipywidgets.widgets.widget import _remove_buffers
 
 from attnwidget.errors import AttentionShapeError
-from attnwidget.explanation import Explanation
+from attnwidget.results.explanation import Explanation
 from attnwidget.views import HeadView, ModelView
-from attnwidget.views._attention import (
+from attnwidget.views.attention._shared import (
     MAX_MESSAGE_BYTES,
     PRELOAD_BYTES,
     WIRE_ATOL,

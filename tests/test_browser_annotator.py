@@ -322,8 +322,8 @@ def test_prediction_and_score_overlay(
 ) -> None:
     from tiny_models import build
 
-    from attnwidget.views._buffers import decode_float32
-    from attnwidget.views._format import format_number
+    from attnwidget.views.core.buffers import decode_float32
+    from attnwidget.views.core.format import format_number
 
     model, tokenizer = build("bert-cls")
     ann = Annotator(

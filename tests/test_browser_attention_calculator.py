@@ -19,7 +19,7 @@ from IPython.display import display
 from polling import wait_until
 
 from attnwidget.views import AttentionCalculator
-from attnwidget.views._format import format_number
+from attnwidget.views.core.format import format_number
 
 pytestmark = pytest.mark.browser
 

@@ -11,7 +11,7 @@ from IPython.display import display
 from polling import wait_until
 
 from attnwidget.views import EvaluationView
-from attnwidget.views._format import format_number
+from attnwidget.views.core.format import format_number
 
 pytestmark = pytest.mark.browser
 

@@ -24,12 +24,12 @@ from polling import wait_until
 from tiny_models import build
 
 from attnwidget import demo, explain
-from attnwidget.explanation import Explanation
 from attnwidget.methods import attention_flow
-from attnwidget.methods._graph import add_residual
+from attnwidget.methods.graph import add_residual
+from attnwidget.results.explanation import Explanation
 from attnwidget.views import Explorer, FlowView
-from attnwidget.views import flow_view as flow_module
-from attnwidget.views._format import format_number
+from attnwidget.views.core.format import format_number
+from attnwidget.views.flow import flow_view as flow_module
 
 pytestmark = pytest.mark.browser
 
@@ -114,7 +114,7 @@ def test_click_python_sync_hover_and_flow_round_trip(
     assert raw_paths > 0 and page.locator(f"{ROOT} select.attnw-flow-method").input_value() == "raw"
     view.threshold = 0.5  # fewer lines
     page.wait_for_function(f"() => +document.querySelector('{ROOT}').dataset.paths < {raw_paths}")
-    # Shown as every number a person reads (views/_format.py): "0.5", not "0.500".
+    # Shown as every number a person reads (views/core/format.py): "0.5", not "0.500".
     assert page.locator(f"{ROOT} .attnw-flow-threshold-value").text_content() == format_number(
         view.threshold
     )

@@ -23,8 +23,8 @@ from IPython.display import display
 from polling import wait_until
 
 from attnwidget import demo, explain
-from attnwidget.explanation import Explanation
-from attnwidget.methods._graph import add_residual, fuse_heads
+from attnwidget.methods.graph import add_residual, fuse_heads
+from attnwidget.results.explanation import Explanation
 from attnwidget.views import FlowView
 
 pytestmark = pytest.mark.browser

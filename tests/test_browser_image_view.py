@@ -22,10 +22,10 @@ from IPython.display import display
 from polling import wait_until
 from test_export import png_size_and_pixels
 
-from attnwidget.explanation import Explanation
+from attnwidget.results.explanation import Explanation
 from attnwidget.views import ImageView
-from attnwidget.views import image_view as image_module
-from attnwidget.views._format import format_number
+from attnwidget.views.core.format import format_number
+from attnwidget.views.image import image_view as image_module
 
 pytestmark = pytest.mark.browser
 

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from offline_browser import open_offline
 
-from attnwidget.explanation import Explanation
+from attnwidget.results.explanation import Explanation
 from attnwidget.views import HeadView
 
 pytestmark = pytest.mark.browser

@@ -20,7 +20,7 @@ from polling import wait_until
 from tiny_models import build
 
 from attnwidget.views import NeuronView
-from attnwidget.views._format import format_number
+from attnwidget.views.core.format import format_number
 
 pytestmark = pytest.mark.browser
 

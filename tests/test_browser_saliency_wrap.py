@@ -21,9 +21,9 @@ from IPython.display import display
 from polling import wait_until
 
 import attnwidget
-from attnwidget.explanation import Explanation
+from attnwidget.results.explanation import Explanation
 from attnwidget.views import SaliencyView
-from attnwidget.views._format import format_number, format_range
+from attnwidget.views.core.format import format_number, format_range
 
 pytestmark = pytest.mark.browser
 

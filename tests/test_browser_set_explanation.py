@@ -9,7 +9,7 @@ import pytest
 from IPython.display import display
 from polling import wait_until
 
-from attnwidget.explanation import Explanation
+from attnwidget.results.explanation import Explanation
 from attnwidget.views import HeadView, ModelView
 
 pytestmark = pytest.mark.browser

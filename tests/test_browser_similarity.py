@@ -11,9 +11,9 @@ import pytest
 from IPython.display import display
 from polling import wait_until
 
-from attnwidget.explanation import Explanation
+from attnwidget.results.explanation import Explanation
 from attnwidget.views import SaliencyView
-from attnwidget.views._format import format_number
+from attnwidget.views.core.format import format_number
 
 pytestmark = pytest.mark.browser
 

@@ -62,7 +62,7 @@ import pytest
 from jupyter_ui import CONTRAST_JS
 
 from attnwidget import demo, explain
-from attnwidget.explanation import Explanation
+from attnwidget.results.explanation import Explanation
 from attnwidget.views import FlowView, HeadView, ModelView, SaliencyView
 
 pytestmark = pytest.mark.browser

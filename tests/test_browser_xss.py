@@ -26,7 +26,7 @@ import pytest
 from IPython.display import display
 
 import attnwidget.views as views
-from attnwidget.explanation import Explanation
+from attnwidget.results.explanation import Explanation
 
 pytestmark = pytest.mark.browser
 

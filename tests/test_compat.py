@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 import torch
 
-from attnwidget.explanation import Explanation
+from attnwidget.results.explanation import Explanation
 from attnwidget.views import HeadView, ModelView, head_view, model_view
-from attnwidget.views._attention import WIRE_ATOL, WIRE_RTOL
-from attnwidget.views._standalone import REPLY_ATTRIBUTE
-from attnwidget.views.compat import prettify
+from attnwidget.views.attention._shared import WIRE_ATOL, WIRE_RTOL
+from attnwidget.views.attention.compat import prettify
+from attnwidget.views.core.standalone import REPLY_ATTRIBUTE
 
 L, H, N = 4, 6, 7
 TOKENS = ["[CLS]", "Ġthe", "Ġcat", "[SEP]", "▁it", "sat</w>", "[SEP]"]

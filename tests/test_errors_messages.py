@@ -17,7 +17,7 @@ import pytest
 from attnwidget import head_view, model_view
 from attnwidget._arrays import as_layer_stack, as_token_list, describe_input
 from attnwidget.errors import AttentionShapeError, NonFiniteError
-from attnwidget.explanation import Explanation
+from attnwidget.results.explanation import Explanation
 from attnwidget.views import HeadView
 
 TOKENS = ["[CLS]", "the", "keys", "to", "the", "cabinet", "[SEP]"]

@@ -260,9 +260,9 @@ def test_a_text_past_the_views_limits_shows_matrix_views_and_back(
     from attnwidget.views import AttentionMatrixView, HeadView, ModelView
 
     # (attnwidget.views.head_view is also a function's name: import the modules.)
-    head_view = importlib.import_module("attnwidget.views.head_view")
-    model_view = importlib.import_module("attnwidget.views.model_view")
-    flow_view = importlib.import_module("attnwidget.views.flow_view")
+    head_view = importlib.import_module("attnwidget.views.attention.head_view")
+    model_view = importlib.import_module("attnwidget.views.attention.model_view")
+    flow_view = importlib.import_module("attnwidget.views.flow.flow_view")
     monkeypatch.setattr(head_view, "HEAD_VIEW_TOKENS", 6)
     monkeypatch.setattr(model_view, "MODEL_VIEW_TOKENS", 6)
     monkeypatch.setattr(flow_view, "MAX_TOKENS", 6)

@@ -23,10 +23,10 @@ import numpy as np
 import pytest
 import traitlets
 
-from attnwidget.explanation import Explanation
+from attnwidget.results.explanation import Explanation
 from attnwidget.views import SaliencyView
-from attnwidget.views._base import _AttnWidget
-from attnwidget.views._format import format_number
+from attnwidget.views.core.base import _AttnWidget
+from attnwidget.views.core.format import format_number
 
 XSS_TOKENS = ["<img src=x onerror=window.__xss=1>", "</script><script>window.__xss=2</script>"]
 TOKENS = ["[CLS]", "the", "keys", "to", "the", "cabinet", "[SEP]"]

@@ -27,8 +27,8 @@ from typing import Any, get_type_hints
 import numpy as np
 import pytest
 
-from attnwidget.explanation import Explanation
-from attnwidget.methods._graph import add_residual, fuse_heads
+from attnwidget.methods.graph import add_residual, fuse_heads
+from attnwidget.results.explanation import Explanation
 from attnwidget.views import (
     AlignmentView,
     Annotator,
@@ -41,13 +41,13 @@ from attnwidget.views import (
     NeuronView,
     SaliencyView,
 )
-from attnwidget.views._buffers import decode_array, encode_array
-from attnwidget.views._flow_messages import MESSAGES
-from attnwidget.views._format import format_number
-from attnwidget.views._paths import compute_paths, path_methods
-from attnwidget.views._standalone import _MACHINERY
-from attnwidget.views.evaluation_view import EvaluationView
-from attnwidget.views.flow_view import encode_paths
+from attnwidget.views.core.buffers import decode_array, encode_array
+from attnwidget.views.core.format import format_number
+from attnwidget.views.core.standalone import _MACHINERY
+from attnwidget.views.evaluate.evaluation_view import EvaluationView
+from attnwidget.views.flow._messages import MESSAGES
+from attnwidget.views.flow._paths import compute_paths, path_methods
+from attnwidget.views.flow.flow_view import encode_paths
 
 FIXTURES = Path(__file__).resolve().parent.parent / "js" / "test" / "fixtures"
 UPDATE_ENV = "ATTNWIDGET_UPDATE_FIXTURES"
@@ -170,7 +170,7 @@ def messages_fixture() -> dict[str, list[str]]:
 
 
 def format_fixture() -> list[dict[str, Any]]:
-    """Numbers as the views show them (views/_format.py; format.ts must agree).
+    """Numbers as the views show them (views/core/format.py; format.ts must agree).
 
     Hand-picked edge cases and a seeded spread over magnitudes and digits;
     non-finite values travel as the strings JS's Number() reads back."""

@@ -16,9 +16,9 @@ from attnwidget.errors import (
     NonFiniteError,
     TooLargeError,
 )
-from attnwidget.methods import _flowcert, _maxflow
-from attnwidget.methods import flow as flow_module
-from attnwidget.methods.flow import FlowResult, attention_flow, attention_flow_result
+from attnwidget.methods.flow import _flowcert, _maxflow
+from attnwidget.methods.flow import flow as flow_module
+from attnwidget.methods.flow.flow import FlowResult, attention_flow, attention_flow_result
 from attnwidget.methods.registry import ScoreContext, get_method
 from attnwidget.methods.rollout import rollout
 

@@ -14,10 +14,13 @@ from networkx.algorithms.flow import edmonds_karp
 from scipy.sparse import csr_array
 from scipy.sparse.csgraph import maximum_flow
 
-from attnwidget.methods import _flow_direct, _flow_layers, _flow_proof, _flowcert
-from attnwidget.methods import flow as flow_module
-from attnwidget.methods._flow_edges import arc_positions, max_flow_edges
-from attnwidget.methods.flow import attention_flow_result
+from attnwidget.methods.flow import _direct as _flow_direct
+from attnwidget.methods.flow import _flowcert
+from attnwidget.methods.flow import _layers as _flow_layers
+from attnwidget.methods.flow import _proof as _flow_proof
+from attnwidget.methods.flow import flow as flow_module
+from attnwidget.methods.flow.edges import arc_positions, max_flow_edges
+from attnwidget.methods.flow.flow import attention_flow_result
 
 
 def softmax(logits: np.ndarray) -> np.ndarray:

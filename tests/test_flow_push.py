@@ -16,9 +16,10 @@ import pytest
 from networkx.algorithms.flow import edmonds_karp
 from test_flow_hard import bottleneck, near_identity, softmax
 
-from attnwidget.methods import _flow_push, _flow_push_kernel
-from attnwidget.methods import flow as flow_module
-from attnwidget.methods.flow import attention_flow_result
+from attnwidget.methods.flow import _push as _flow_push
+from attnwidget.methods.flow import _push_kernel as _flow_push_kernel
+from attnwidget.methods.flow import flow as flow_module
+from attnwidget.methods.flow.flow import attention_flow_result
 
 pytestmark = pytest.mark.skipif(not _flow_push.available(), reason="numba is not installed")
 

@@ -9,12 +9,15 @@ import numpy as np
 import pytest
 from networkx.algorithms.flow import edmonds_karp
 
-from attnwidget.methods import _flow_direct, _flow_proof, _flow_reuse, _flow_side
-from attnwidget.methods import flow as flow_module
-from attnwidget.methods._flow_layers import Layered
-from attnwidget.methods._flow_proof import Net, prove
-from attnwidget.methods._graph import add_residual, fuse_heads
-from attnwidget.methods.flow import attention_flow_result
+from attnwidget.methods.flow import _direct as _flow_direct
+from attnwidget.methods.flow import _proof as _flow_proof
+from attnwidget.methods.flow import _reuse as _flow_reuse
+from attnwidget.methods.flow import _side as _flow_side
+from attnwidget.methods.flow import flow as flow_module
+from attnwidget.methods.flow._layers import Layered
+from attnwidget.methods.flow._proof import Net, prove
+from attnwidget.methods.flow.flow import attention_flow_result
+from attnwidget.methods.graph import add_residual, fuse_heads
 
 
 def blocks_apart(layers: int, n: int, seed: int, size: int = 4) -> np.ndarray:

@@ -18,14 +18,14 @@ from tiny_models import build
 
 from attnwidget import demo, explain
 from attnwidget.errors import ModelNotSupportedError, TooLargeError
-from attnwidget.explanation import Explanation
 from attnwidget.methods import attention_flow, grad_attention, raw_attention
-from attnwidget.methods._graph import add_residual, fuse_heads
+from attnwidget.methods.graph import add_residual, fuse_heads
 from attnwidget.methods.rollout import rollout
+from attnwidget.results.explanation import Explanation
 from attnwidget.views import FlowView
-from attnwidget.views import flow_view as flow_module
-from attnwidget.views._paths import _max_flow_edges, compute_paths, path_methods
-from attnwidget.views.flow_view import decode_paths, encode_paths
+from attnwidget.views.flow import flow_view as flow_module
+from attnwidget.views.flow._paths import _max_flow_edges, compute_paths, path_methods
+from attnwidget.views.flow.flow_view import decode_paths, encode_paths
 
 
 def peaked(layers: int, heads: int, n: int, seed: int = 0) -> np.ndarray:

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from attnwidget.views._format import MINUS, format_number, format_percent, format_range
+from attnwidget.views.core.format import MINUS, format_number, format_percent, format_range
 
 # Worked out by hand from the rules in _format.py (the JS tests check the same strings).
 CASES = [
@@ -66,7 +66,7 @@ def test_range_and_percent() -> None:
 
 def test_view_strings_use_the_formatter() -> None:
     """Numbers Python puts in a view's text read like the page's own."""
-    from attnwidget.explanation import Explanation
+    from attnwidget.results.explanation import Explanation
     from attnwidget.views import FlowView, HeadView
 
     rng = np.random.default_rng(0)

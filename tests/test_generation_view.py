@@ -9,8 +9,8 @@ from tiny_models import build
 
 import attnwidget
 from attnwidget.views import FlowView, GenerationView, HeadView, SaliencyView
-from attnwidget.views._buffers import decode_float32
-from attnwidget.views.generation_view import word_groups
+from attnwidget.views.core.buffers import decode_float32
+from attnwidget.views.generation.generation_view import word_groups
 
 
 def test_word_groups_follow_each_tokenizer_style() -> None:

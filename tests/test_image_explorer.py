@@ -10,7 +10,7 @@ from tiny_vision import build_swin, build_vision
 
 import attnwidget
 from attnwidget.errors import ModelNotSupportedError
-from attnwidget.views.image_explorer import ImageExplorer
+from attnwidget.views.explorer.image_explorer import ImageExplorer
 
 
 def _image(seed: int = 0) -> np.ndarray:

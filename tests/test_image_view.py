@@ -18,13 +18,14 @@ from ipywidgets.widgets.widget import _remove_buffers
 import attnwidget
 from attnwidget._images import patch_positions
 from attnwidget.errors import UnknownMethodError
-from attnwidget.explanation import Explanation
 from attnwidget.methods.rollout import rollout
+from attnwidget.results.explanation import Explanation
 from attnwidget.views import ImageView
-from attnwidget.views import image_view as image_module
-from attnwidget.views._attention_data import MAX_MESSAGE_BYTES
-from attnwidget.views._buffers import decode_float16
-from attnwidget.views._image_wire import (
+from attnwidget.views.core.attention_data import MAX_MESSAGE_BYTES
+from attnwidget.views.core.buffers import decode_float16
+from attnwidget.views.core.standalone import state_keys
+from attnwidget.views.image import image_view as image_module
+from attnwidget.views.image._wire import (
     STATE_BYTES,
     QueryMaps,
     chunk_ranges,
@@ -33,11 +34,10 @@ from attnwidget.views._image_wire import (
     layer_chunks,
     png_bytes,
 )
-from attnwidget.views._standalone import state_keys
 
 PIL = pytest.importorskip("PIL.Image")
 
-#: float16's precision on probabilities (see views/_attention.py).
+#: float16's precision on probabilities (see views/attention/_shared.py).
 HALF_ATOL, HALF_RTOL = 2.0**-25, 2.0**-11
 
 
@@ -290,7 +290,7 @@ def test_vit_base_sizes_stay_within_the_message_limits(monkeypatch: pytest.Monke
 
 def test_huge_layers_come_in_chunks_under_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:
     exp = made_explanation(6, 6, layers=1, heads=4)
-    monkeypatch.setattr("attnwidget.views._image_wire.MAX_MESSAGE_BYTES", 1000)
+    monkeypatch.setattr("attnwidget.views.image._wire.MAX_MESSAGE_BYTES", 1000)
     monkeypatch.setattr(image_module, "PRELOAD_BYTES", 0)
     view = ImageView(exp)
     assert view.preload_index == [] and view.preload == b""

@@ -411,7 +411,7 @@ def test_chefer2021_later_layers_multiply_on_the_left_and_heads_average() -> Non
 
 def test_chefer2021_paths_end_in_its_scores() -> None:
     """The flow view's chefer2021 paths, from the query node down, reach the scores."""
-    from attnwidget.views._paths import compute_paths
+    from attnwidget.views.flow._paths import compute_paths
 
     model, tokenizer = build("bert-cls")
     exp = attnwidget.explain(

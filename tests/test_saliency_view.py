@@ -11,9 +11,10 @@ import traitlets
 from ipywidgets.widgets.widget import _remove_buffers
 
 from attnwidget.errors import UnknownMethodError
-from attnwidget.explanation import Explanation
-from attnwidget.views import BUNDLE, BundleMissingError, SaliencyView, _base
-from attnwidget.views._buffers import decode_float32, encode_float32
+from attnwidget.results.explanation import Explanation
+from attnwidget.views import BUNDLE, BundleMissingError, SaliencyView
+from attnwidget.views.core import base as _base
+from attnwidget.views.core.buffers import decode_float32, encode_float32
 
 TOKENS = ["[CLS]", "the", "cat", "sat", "[SEP]"]
 

@@ -18,9 +18,9 @@ import pytest
 from ipywidgets.widgets.widget import _remove_buffers
 
 from attnwidget.errors import AttentionShapeError, NonFiniteError
-from attnwidget.explanation import Explanation
+from attnwidget.results.explanation import Explanation
 from attnwidget.views import HeadView, ModelView
-from attnwidget.views._attention import WIRE_ATOL, WIRE_RTOL, _put_chunk, decode_float16
+from attnwidget.views.attention._shared import WIRE_ATOL, WIRE_RTOL, _put_chunk, decode_float16
 
 TOKENS = ["[CLS]", "the", "cat", "[SEP]", "it", "sat", "[SEP]"]
 

@@ -96,4 +96,4 @@ def test_wheel_ships_no_front_end_sources(wheel: Path) -> None:
     with zipfile.ZipFile(wheel) as zf:
         names = zf.namelist()
     assert not [n for n in names if n.startswith("js/") or "node_modules" in n]
-    assert "attnwidget/views/saliency.py" in names
+    assert "attnwidget/views/saliency/saliency_view.py" in names

@@ -1,4 +1,4 @@
-"""The one wire encoder (attnwidget/views/_buffers.py) and the views' constructors.
+"""The one wire encoder (attnwidget/views/core/buffers.py) and the views' constructors.
 
 float16 transport: values outside float16's range are rescaled (a scale in
 the meta, multiplied back by the decoders) or refused with InputError, never
@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from attnwidget.errors import InputError
-from attnwidget.explanation import Explanation
+from attnwidget.results.explanation import Explanation
 from attnwidget.views import FlowView, HeadView, ModelView, SaliencyView
-from attnwidget.views._base import constructor_options
-from attnwidget.views._buffers import (
+from attnwidget.views.core.base import constructor_options
+from attnwidget.views.core.buffers import (
     FLOAT16_MAX,
     FLOAT16_TINY,
     decode_array,

@@ -14,12 +14,12 @@ an item's words (``text.split()``), ``end`` exclusive.
 
 from __future__ import annotations
 
-from attnwidget.errors import InputError
 from attnwidget.annotations._rows import Annotation, rationale_vector
 from attnwidget.annotations._schema import APPLICATION, SCHEMA_VERSION
-from attnwidget.annotations._validate import Item
 from attnwidget.annotations.eraser import export_eraser, import_eraser
 from attnwidget.annotations.store import Store
+from attnwidget.annotations.validate import Item
+from attnwidget.errors import InputError
 
 __all__ = [
     "APPLICATION",

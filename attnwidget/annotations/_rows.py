@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from attnwidget.annotations import validate as _validate
+from attnwidget.annotations.validate import Item, Span
 from attnwidget.errors import InputError
-from attnwidget.annotations import _validate
-from attnwidget.annotations._validate import Item, Span
 
 if TYPE_CHECKING:
     import numpy as np

@@ -33,10 +33,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from attnwidget.errors import InputError
-from attnwidget.annotations import _validate
+from attnwidget.annotations import validate as _validate
 from attnwidget.annotations._rows import add_items_in, save_in
-from attnwidget.annotations._validate import Item, Span
+from attnwidget.annotations.validate import Item, Span
+from attnwidget.errors import InputError
 
 if TYPE_CHECKING:
     from attnwidget.annotations.store import Store

@@ -54,8 +54,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from attnwidget.errors import InputError
-from attnwidget.annotations import _schema, _validate
+from attnwidget.annotations import _schema
+from attnwidget.annotations import validate as _validate
 from attnwidget.annotations._rows import (
     COLUMNS,
     Annotation,
@@ -65,7 +65,8 @@ from attnwidget.annotations._rows import (
     rationale_vector,
     save_in,
 )
-from attnwidget.annotations._validate import Item
+from attnwidget.annotations.validate import Item
+from attnwidget.errors import InputError
 
 if TYPE_CHECKING:
     import numpy as np

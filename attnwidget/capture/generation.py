@@ -22,14 +22,21 @@ from typing import Any
 import numpy as np
 import torch
 
-from attnwidget.errors import InputError, NonFiniteError
 from attnwidget.capture.kinds import CAUSAL_LM, ENCODER_DECODER
 from attnwidget.capture.record import AttentionRecord, ModelCall
-from attnwidget.capture.run import Item, _blank_id, _device, _model_inputs, _self_attentions, _to_numpy
+from attnwidget.capture.run import (
+    Item,
+    _model_inputs,
+    blank_token_id,
+    detached_numpy,
+    model_device,
+    self_attentions,
+)
 from attnwidget.capture.state import autograd_on
 from attnwidget.capture.targets import resolve_target
 from attnwidget.capture.tokens import readable_token, token_strings
 from attnwidget.capture.values import ValueRecorder, output_weights, value_layouts
+from attnwidget.errors import InputError, NonFiniteError
 
 #: Steps differentiated in one batch (each copy holds the whole sequence).
 STEP_BATCH = 8
@@ -85,7 +92,7 @@ def decode(
     top-k or top-p) with a ``torch.Generator`` seeded with ``seed`` (the
     default generator when None). The model must be capture-ready (eval).
     """
-    device = _device(model)
+    device = model_device(model)
     generator = None
     if do_sample and seed is not None:
         generator = torch.Generator(device=device)
@@ -178,7 +185,7 @@ def _capture_chunk(
 ) -> list[StepCapture]:
     batch = len(indices) if gradients else 1
     with autograd_on():
-        device = _device(model)
+        device = model_device(model)
         embedding_layer = model.get_input_embeddings()
         kwargs = _model_inputs(model, [full] * batch, device)
         ids = torch.tensor([full.input_ids] * batch, device=device)
@@ -202,7 +209,7 @@ def _capture_chunk(
                 use_cache=False,
                 **kwargs,
             )
-        self_attn = _self_attentions(outputs, kind)
+        self_attn = self_attentions(outputs, kind)
         if values:
             value_layouts(model, len(self_attn))
         decoder_attn = tuple(outputs.decoder_attentions) if kind == ENCODER_DECODER else ()
@@ -221,28 +228,28 @@ def _capture_chunk(
             got = torch.autograd.grad(chosen.sum(), wrt, allow_unused=True)
             got = [torch.zeros_like(w) if g is None else g for w, g in zip(wrt, got, strict=True)]
             layers = len(self_attn)
-            grads["embeds"] = _to_numpy(got[0])
-            grads["attn"] = np.stack([_to_numpy(g) for g in got[1 : 1 + layers]], axis=1)
+            grads["embeds"] = detached_numpy(got[0])
+            grads["attn"] = np.stack([detached_numpy(g) for g in got[1 : 1 + layers]], axis=1)
             if decoder_embeds is not None:
-                grads["dec_embeds"] = _to_numpy(got[1 + layers])
-                grads["dec_attn"] = np.stack([_to_numpy(g) for g in got[2 + layers :]], axis=1)
-    attn = np.stack([_to_numpy(a) for a in self_attn], axis=1)  # (B, L, H, N, N)
+                grads["dec_embeds"] = detached_numpy(got[1 + layers])
+                grads["dec_attn"] = np.stack([detached_numpy(g) for g in got[2 + layers :]], axis=1)
+    attn = np.stack([detached_numpy(a) for a in self_attn], axis=1)  # (B, L, H, N, N)
     if not np.isfinite(attn).all() or not all(np.isfinite(g).all() for g in grads.values()):
         raise NonFiniteError(
             "the captured attention or its gradient contains NaN/inf; run the model in float32 "
             "(half precision can overflow) and check its weights."
         )
-    embeds_np = _to_numpy(embeds)
+    embeds_np = detached_numpy(embeds)
     logits_np = chosen_logits.detach().cpu().numpy()
     head_values = recorder.head_values() if values else None
     head_outputs = output_weights(layouts) if values else None
     cross = dec_attn = dec_embeds_np = None
     if kind == ENCODER_DECODER:
-        dec_attn = np.stack([_to_numpy(a) for a in decoder_attn], axis=1)
-        cross = np.stack([_to_numpy(a) for a in outputs.cross_attentions], axis=1)
-        dec_embeds_np = _to_numpy(decoder_embeds)
+        dec_attn = np.stack([detached_numpy(a) for a in decoder_attn], axis=1)
+        cross = np.stack([detached_numpy(a) for a in outputs.cross_attentions], axis=1)
+        dec_embeds_np = detached_numpy(decoder_embeds)
     source_raw, source_shown, source_special = token_strings(tokenizer, full.input_ids, readable)
-    blank = _blank_id(tokenizer)
+    blank = blank_token_id(tokenizer)
     captured = []
     for k, step in enumerate(indices):
         b = k if gradients else 0

@@ -24,12 +24,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from attnwidget.errors import InputError, ModelNotSupportedError, NonFiniteError
 from attnwidget.capture.image_inputs import ImageInput
 from attnwidget.capture.kinds import ENCODER, IMAGE
 from attnwidget.capture.record import AttentionRecord, ModelCall
 from attnwidget.capture.state import autograd_on
 from attnwidget.capture.targets import resolve_query_index, resolve_target
+from attnwidget.errors import InputError, ModelNotSupportedError, NonFiniteError
 
 #: Config fields of windowed-attention vision models (Swin and its kin).
 _WINDOWED = ("window_size",)

@@ -241,7 +241,7 @@ class LayerReducer:
         """Add rows ``span`` of ``U·Â`` to ``stepped`` (Abnar & Zuidema 2020).
 
         ``Â = D⁻¹(0.5·W + 0.5·I)`` with D its row sums (residual, index 0) or
-        ``D⁻¹W`` (no residual, index 1), as :func:`~attnwidget.methods._graph.add_residual`,
+        ``D⁻¹W`` (no residual, index 1), as :func:`~attnwidget.methods.graph.add_residual`,
         applied without forming the n×n matrix: ``u·Â = 0.5·(u/d)·W + 0.5·(u/d)``;
         a row of W is only needed for the entries of u it multiplies.
         """

@@ -63,7 +63,7 @@ def is_bare_encoder(model: Any) -> bool:
     It is its own ``base_model`` (a model with a head holds the bare one as a
     child), reads token ids, and is not an encoder–decoder. :func:`model_kind`
     refuses such a model; :func:`attnwidget.explain` explains it through
-    :mod:`attnwidget.explain_similarity`.
+    :mod:`attnwidget.pipeline.similarity`.
     """
     config = getattr(model, "config", None)
     if config is None or getattr(config, "is_encoder_decoder", False):

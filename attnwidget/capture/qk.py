@@ -41,8 +41,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from attnwidget.errors import InputError, ModelNotSupportedError
 from attnwidget.capture.state import capture_ready
+from attnwidget.errors import InputError, ModelNotSupportedError
 
 _SUPPORTED = "BERT-style self.query/self.key, GPT-2's c_attn, Llama-style q_proj/k_proj"
 

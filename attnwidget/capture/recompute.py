@@ -25,11 +25,11 @@ from typing import Any
 
 import torch
 
-from attnwidget.errors import ModelNotSupportedError
 from attnwidget.capture.keep import LayerReducer, row_spans
 from attnwidget.capture.kinds import CAUSAL_LM
 from attnwidget.capture.qk import QKLayout, _heads_first, _Recorder, _rotate, qk_layouts
-from attnwidget.capture.state import _all_configs
+from attnwidget.capture.state import all_configs
+from attnwidget.errors import ModelNotSupportedError
 
 #: False sends every capture through eager attention (tests compare the two paths).
 ENABLED = True
@@ -60,7 +60,7 @@ def recompute_layouts(model: Any, kind: str, n: int) -> list[QKLayout] | None:
 @contextmanager
 def sdpa(model: Any) -> Iterator[None]:
     """Run the body with scaled-dot-product attention; the previous setting restored."""
-    configs = [c for c in _all_configs(model) if hasattr(c, "_attn_implementation_internal")]
+    configs = [c for c in all_configs(model) if hasattr(c, "_attn_implementation_internal")]
     before = [c.__dict__.get("_attn_implementation_internal") for c in configs]
     try:
         for config in configs:

@@ -19,7 +19,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from attnwidget.errors import InputError, ModelNotSupportedError, NonFiniteError
 from attnwidget.capture import recompute
 from attnwidget.capture.keep import LayerReducer, default_keep
 from attnwidget.capture.kinds import CAUSAL_LM, ENCODER, ENCODER_DECODER, MASKED_LM
@@ -29,6 +28,7 @@ from attnwidget.capture.state import autograd_on
 from attnwidget.capture.targets import resolve_query_index, resolve_target
 from attnwidget.capture.tokens import readable_token, token_strings
 from attnwidget.capture.values import ValueRecorder, output_weights, value_layouts
+from attnwidget.errors import InputError, ModelNotSupportedError, NonFiniteError
 
 
 @dataclass
@@ -94,14 +94,14 @@ def capture(
     return [r for r in records if r is not None]
 
 
-def _device(model: Any) -> torch.device:
+def model_device(model: Any) -> torch.device:
     try:
         return next(model.parameters()).device
     except StopIteration:
         return torch.device("cpu")
 
 
-def _accepts(model: Any, name: str) -> bool:
+def forward_accepts(model: Any, name: str) -> bool:
     try:
         return name in inspect.signature(model.forward).parameters
     except (TypeError, ValueError):
@@ -114,7 +114,7 @@ def _model_inputs(model: Any, batch: Sequence[Item], device: torch.device) -> di
     kwargs: dict[str, Any] = {
         "attention_mask": torch.ones(len(batch), n, dtype=torch.long, device=device)
     }
-    if batch[0].token_type_ids is not None and _accepts(model, "token_type_ids"):
+    if batch[0].token_type_ids is not None and forward_accepts(model, "token_type_ids"):
         kwargs["token_type_ids"] = torch.tensor(
             [item.token_type_ids for item in batch], device=device
         )
@@ -125,12 +125,12 @@ def _model_inputs(model: Any, batch: Sequence[Item], device: torch.device) -> di
     return kwargs
 
 
-def _expand(kwargs: dict[str, Any], size: int) -> dict[str, Any]:
+def expand_inputs(kwargs: dict[str, Any], size: int) -> dict[str, Any]:
     """Repeat single-example keyword tensors to a batch of ``size``."""
     return {key: value.expand(size, *value.shape[1:]) for key, value in kwargs.items()}
 
 
-def _self_attentions(outputs: Any, kind: str) -> tuple[torch.Tensor, ...]:
+def self_attentions(outputs: Any, kind: str) -> tuple[torch.Tensor, ...]:
     name = "encoder_attentions" if kind == ENCODER_DECODER else "attentions"
     attentions = getattr(outputs, name, None)
     if not attentions or any(a is None for a in attentions):
@@ -142,7 +142,7 @@ def _self_attentions(outputs: Any, kind: str) -> tuple[torch.Tensor, ...]:
     return tuple(attentions)
 
 
-def _query_logits(logits: torch.Tensor, kind: str, rows: torch.Tensor) -> torch.Tensor:
+def query_logits(logits: torch.Tensor, kind: str, rows: torch.Tensor) -> torch.Tensor:
     """Score vectors at each example's query row: (B, C) or (B, V)."""
     if kind == ENCODER:
         return logits
@@ -179,7 +179,7 @@ def default_query(
     return n - 1 if causal else 0
 
 
-def _blank_id(tokenizer: Any) -> int | None:
+def blank_token_id(tokenizer: Any) -> int | None:
     for attr in ("unk_token_id", "mask_token_id", "pad_token_id", "eos_token_id"):
         value = getattr(tokenizer, attr, None)
         if isinstance(value, int):
@@ -187,7 +187,8 @@ def _blank_id(tokenizer: Any) -> int | None:
     return None
 
 
-def _to_numpy(tensor: torch.Tensor | None) -> np.ndarray:
+def detached_numpy(tensor: torch.Tensor | None) -> np.ndarray:
+    """``tensor`` as a float32 array on the CPU (an absent gradient is a clear error)."""
     if tensor is None:
         raise ModelNotSupportedError("a gradient could not be computed through the model.")
     return tensor.detach().float().cpu().numpy()
@@ -240,7 +241,7 @@ def _capture_group(
     # torch.inference_mode()): capture() is public and may run outside
     # capture_ready. Every tensor below that enters autograd is made here.
     with autograd_on():
-        device = _device(model)
+        device = model_device(model)
         embedding_layer = model.get_input_embeddings()
         ids = torch.tensor([item.input_ids for item in batch], device=device)
         kwargs = _model_inputs(model, batch, device)
@@ -255,7 +256,7 @@ def _capture_group(
             outputs = model(
                 inputs_embeds=embeds, output_attentions=fast is None, return_dict=True, **kwargs
             )
-        self_attn = () if fast else _self_attentions(outputs, kind)
+        self_attn = () if fast else self_attentions(outputs, kind)
         if values:
             value_layouts(model, len(self_attn))  # as many layouts as attention maps
         # Only the first head of the first layer is read (a causal backbone's test).
@@ -279,7 +280,7 @@ def _capture_group(
             else:
                 query_rows.append(resolve_query_index(query_index, 0, limit))
         rows = torch.tensor(query_rows, device=device)
-        scores = _query_logits(logits, kind, rows).float()
+        scores = query_logits(logits, kind, rows).float()
         if not torch.isfinite(scores).all():
             raise NonFiniteError("the model's logits contain NaN/inf; run it in float32.")
         for b in range(len(batch)):
@@ -297,8 +298,8 @@ def _capture_group(
         ]
         decoder_attn = cross_attn = None
         if kind == ENCODER_DECODER:
-            decoder_attn = np.stack([_to_numpy(a) for a in outputs.decoder_attentions], axis=1)
-            cross_attn = np.stack([_to_numpy(a) for a in outputs.cross_attentions], axis=1)
+            decoder_attn = np.stack([detached_numpy(a) for a in outputs.decoder_attentions], axis=1)
+            cross_attn = np.stack([detached_numpy(a) for a in outputs.cross_attentions], axis=1)
         starts = _starts(query_rows, n, cross_attn, device)
         if fast is None:
             mode = keep or default_keep(len(self_attn), self_attn[0].shape[1], n, smallest_keep)
@@ -312,8 +313,8 @@ def _capture_group(
         with reducer:
             (embed_grads,) = torch.autograd.grad(chosen.sum(), [embeds], allow_unused=True)
     reducer.check_finite()
-    embeds_np = _to_numpy(embeds)
-    embed_grads_np = _to_numpy(embed_grads)
+    embeds_np = detached_numpy(embeds)
+    embed_grads_np = detached_numpy(embed_grads)
     logits_np = scores.detach().cpu().numpy()
     head_values = recorder.head_values() if values else None  # (B, L, H, n, d_v)
     head_outputs = output_weights(layouts) if values else None  # (L, H, d_v, d), shared
@@ -336,7 +337,7 @@ def _capture_group(
             target_label=labels[b],
             query_index=query_rows[b],
             sentence_b_start=item.sentence_b_start,
-            blank_token_id=_blank_id(tokenizer),
+            blank_token_id=blank_token_id(tokenizer),
             call=ModelCall(model, kind, single, query_rows[b], target_ids[b], item.input_ids),
             keep=mode,
             default_query_index=default_rows[b],

@@ -16,12 +16,19 @@ from typing import Any
 import numpy as np
 import torch
 
-from attnwidget.errors import InputError, ModelNotSupportedError, NonFiniteError
 from attnwidget.capture.record import AttentionRecord, ModelCall, SimilarityTarget
-from attnwidget.capture.run import Item, _blank_id, _device, _model_inputs, _self_attentions, _to_numpy
+from attnwidget.capture.run import (
+    Item,
+    _model_inputs,
+    blank_token_id,
+    detached_numpy,
+    model_device,
+    self_attentions,
+)
 from attnwidget.capture.state import autograd_on
 from attnwidget.capture.tokens import token_strings
 from attnwidget.capture.values import ValueRecorder, output_weights, value_layouts
+from attnwidget.errors import InputError, ModelNotSupportedError, NonFiniteError
 
 #: The poolings :func:`pool` knows.
 POOLINGS = ("mean", "cls")
@@ -90,7 +97,7 @@ def similarity_values(outputs: Any, target: SimilarityTarget) -> torch.Tensor:
 
 def embed(model: Any, item: Item, pooling: str) -> torch.Tensor:
     """One text's pooled embedding (d,), detached (the model must be capture-ready)."""
-    device = _device(model)
+    device = model_device(model)
     ids = torch.tensor([item.input_ids], device=device)
     with torch.no_grad():
         embeds = model.get_input_embeddings()(ids)
@@ -126,7 +133,7 @@ def capture_bare(
     ``target_id`` 0 either way. The model must be capture-ready.
     """
     with autograd_on():
-        device = _device(model)
+        device = model_device(model)
         ids = torch.tensor([item.input_ids], device=device)
         kwargs = _model_inputs(model, [item], device)
         with torch.no_grad():
@@ -137,7 +144,7 @@ def capture_bare(
             outputs = model(
                 inputs_embeds=embeds, output_attentions=True, return_dict=True, **kwargs
             )
-        attentions = _self_attentions(outputs, "encoder")
+        attentions = self_attentions(outputs, "encoder")
         if values:
             value_layouts(model, len(attentions))  # as many layouts as attention maps
         value = attention_grads = embedding_grads = None
@@ -146,14 +153,14 @@ def capture_bare(
             if not torch.isfinite(value).all():
                 raise NonFiniteError("the similarity is NaN/inf; run the model in float32.")
             grads = torch.autograd.grad(value.sum(), [embeds, *attentions], allow_unused=True)
-            embedding_grads = _to_numpy(grads[0])[0]
+            embedding_grads = detached_numpy(grads[0])[0]
             attention_grads = np.stack(
                 [
-                    np.zeros(a.shape[1:], np.float32) if g is None else _to_numpy(g)[0]
+                    np.zeros(a.shape[1:], np.float32) if g is None else detached_numpy(g)[0]
                     for a, g in zip(attentions, grads[1:], strict=True)
                 ]
             )
-    attention = np.stack([_to_numpy(a)[0] for a in attentions])
+    attention = np.stack([detached_numpy(a)[0] for a in attentions])
     for name, array in (("attention", attention), ("attention gradient", attention_grads)):
         if array is not None and not np.isfinite(array).all():
             raise NonFiniteError(
@@ -169,13 +176,13 @@ def capture_bare(
         special_mask=special,
         attentions=attention,
         attention_grads=attention_grads,
-        embeddings=_to_numpy(embeds)[0],
+        embeddings=detached_numpy(embeds)[0],
         embedding_grads=embedding_grads,
-        logits=np.zeros(0, np.float32) if value is None else _to_numpy(value),
+        logits=np.zeros(0, np.float32) if value is None else detached_numpy(value),
         target_id=0,
         target_label="similarity" if similarity is not None else None,
         query_index=0,
-        blank_token_id=_blank_id(tokenizer),
+        blank_token_id=blank_token_id(tokenizer),
     )
     if similarity is not None:
         record.call = ModelCall(

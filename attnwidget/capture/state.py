@@ -83,7 +83,7 @@ def _refuse_inference_parameters(model: torch.nn.Module) -> None:
             )
 
 
-def _all_configs(model: torch.nn.Module, modules: list[torch.nn.Module] | None = None) -> list[Any]:
+def all_configs(model: torch.nn.Module, modules: list[torch.nn.Module] | None = None) -> list[Any]:
     """Every config object reachable from the model (sub-configs included), once each."""
     seen: dict[int, Any] = {}
     pending = [getattr(m, "config", None) for m in (modules or model.modules())]
@@ -147,7 +147,7 @@ def _prepared(model: torch.nn.Module) -> Iterator[None]:
     flags = [(param, param.requires_grad) for param in model.parameters()]
     implementations = [
         (config, config.__dict__.get("_attn_implementation_internal"))
-        for config in _all_configs(model, modules)
+        for config in all_configs(model, modules)
     ]
     try:
         for module in modules:
@@ -238,7 +238,7 @@ _MISSING = object()
 
 
 def _switch_to_eager(model: torch.nn.Module) -> None:
-    configs = list(_all_configs(model))
+    configs = list(all_configs(model))
     setter = getattr(model, "set_attn_implementation", None)
     # Models that write attention inline (Falcon, MPNet, DeBERTa-v2) refuse the
     # switch: transformers only logs a warning and keeps e.g. "sdpa", whose

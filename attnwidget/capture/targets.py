@@ -6,9 +6,9 @@ from typing import Any
 
 import numpy as np
 
-from attnwidget.errors import InputError
 from attnwidget.capture.kinds import ENCODER
 from attnwidget.capture.tokens import token_label
+from attnwidget.errors import InputError
 
 
 def resolve_target(

@@ -35,7 +35,12 @@ from __future__ import annotations
 
 from attnwidget.diagnostics.adversarial import AdversarialResult, adversarial_attention
 from attnwidget.diagnostics.guided import GuidedResult, guided_mlp
-from attnwidget.diagnostics.jain_wallace import PermutationResult, RankCorrelation, permutation_test, rank_correlation
+from attnwidget.diagnostics.jain_wallace import (
+    PermutationResult,
+    RankCorrelation,
+    permutation_test,
+    rank_correlation,
+)
 from attnwidget.diagnostics.seeds import SeedVarianceResult, seed_variance
 from attnwidget.diagnostics.serrano_smith import ErasureResult, erasure_test
 from attnwidget.diagnostics.wiegreffe_pinter import UniformResult, uniform_baseline

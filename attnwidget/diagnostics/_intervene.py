@@ -31,7 +31,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from attnwidget.capture.state import _all_configs, capture_ready
+from attnwidget.capture.state import all_configs, capture_ready
 from attnwidget.errors import ModelNotSupportedError
 from attnwidget.relevance._interface import UNSUPPORTED_KWARGS, register_attention, repeat_kv_heads
 
@@ -125,7 +125,7 @@ def register(*, required: bool = True) -> bool:
 
 
 def _switch(model: nn.Module) -> None:
-    configs = _all_configs(model)
+    configs = all_configs(model)
     setter = getattr(model, "set_attn_implementation", None)
     can_set = getattr(model, "_can_set_attn_implementation", None)
     if callable(setter) and (not callable(can_set) or can_set()):

@@ -17,9 +17,9 @@ import numpy as np
 import torch
 
 from attnwidget.capture.kinds import ENCODER, model_kind
-from attnwidget.capture.run import _device
-from attnwidget.errors import InputError, ModelNotSupportedError
+from attnwidget.capture.run import model_device
 from attnwidget.diagnostics._intervene import Edit, edited
+from attnwidget.errors import InputError, ModelNotSupportedError
 
 
 @dataclass
@@ -95,7 +95,7 @@ def texts_and_labels(model: Any, data: Iterable[Any]) -> list[tuple[str, int | N
 
 def prepare(model: Any, tokenizer: Any, data: Iterable[Any]) -> list[Example]:
     """Tokenise each sentence; the query row from the model's first-layer attention."""
-    device = _device(model)
+    device = model_device(model)
     special = set(getattr(tokenizer, "all_special_ids", []) or [])
     examples = []
     for text, label in texts_and_labels(model, data):

@@ -20,7 +20,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from attnwidget.errors import InputError
 from attnwidget.diagnostics._intervene import edited, intervention, replace_rows
 from attnwidget.diagnostics._run import (
     check_layers,
@@ -34,6 +33,7 @@ from attnwidget.diagnostics._run import (
 )
 from attnwidget.diagnostics._run import js_divergence as jsd
 from attnwidget.diagnostics._run import total_variation as tvd
+from attnwidget.errors import InputError
 
 _ROWS = ("query", "all")
 

@@ -24,9 +24,15 @@ from typing import Any
 import torch
 from torch import nn
 
-from attnwidget.errors import InputError
 from attnwidget.diagnostics._intervene import edited, intervention
-from attnwidget.diagnostics._run import check_layers, check_model, layer_count, prepare, summary_text
+from attnwidget.diagnostics._run import (
+    check_layers,
+    check_model,
+    layer_count,
+    prepare,
+    summary_text,
+)
+from attnwidget.errors import InputError
 
 VARIANTS = ("uniform", "learned", "frozen")
 

@@ -19,7 +19,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from attnwidget.errors import InputError
 from attnwidget.diagnostics._intervene import intervention, random_permutation
 from attnwidget.diagnostics._run import (
     check_layers,
@@ -33,6 +32,7 @@ from attnwidget.diagnostics._run import (
     texts_and_labels,
     total_variation,
 )
+from attnwidget.errors import InputError
 
 _GRADIENTS = ("input_x_gradient", "integrated_gradients")
 
@@ -152,7 +152,7 @@ def rank_correlation(
     Raises:
         InputError: unknown layer or head or gradient method, no examples, not a classifier.
     """
-    from attnwidget.explain import explain
+    from attnwidget.pipeline.explain import explain
 
     check_model(model)
     if gradient not in _GRADIENTS:

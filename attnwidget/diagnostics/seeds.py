@@ -25,7 +25,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from attnwidget.errors import InputError
 from attnwidget.diagnostics._intervene import edited, intervention
 from attnwidget.diagnostics._run import (
     check_layers,
@@ -38,6 +37,7 @@ from attnwidget.diagnostics._run import (
     summary_text,
     total_variation,
 )
+from attnwidget.errors import InputError
 
 
 @dataclass

@@ -17,7 +17,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from attnwidget.errors import InputError
 from attnwidget.diagnostics._intervene import edited, intervention, remove_key
 from attnwidget.diagnostics._run import (
     check_layers,
@@ -29,6 +28,7 @@ from attnwidget.diagnostics._run import (
     progress_bar,
     summary_text,
 )
+from attnwidget.errors import InputError
 
 _ROWS = ("query", "all")
 

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from attnwidget.capture.run import _device, _query_logits
+from attnwidget.capture.run import model_device, query_logits
 from attnwidget.capture.state import model_lock
 from attnwidget.errors import InputError
 
@@ -78,14 +78,14 @@ class RowBatcher:
         targets = [self._examples[e][0] for e in examples]
         queries = [self._examples[e][1] for e in examples]
         types = [self._examples[e][2] for e in examples]
-        device = _device(self.model)
+        device = model_device(self.model)
         ids = torch.as_tensor(np.stack(rows), device=device)
         kwargs: dict[str, Any] = {"attention_mask": torch.ones_like(ids)}
         if all(t is not None for t in types):
             kwargs["token_type_ids"] = torch.as_tensor(np.stack(types), device=device)
         out = self.model(input_ids=ids, return_dict=True, **kwargs)
         query = torch.as_tensor(queries, device=device)
-        logits = _query_logits(out.logits, self.kind, query).float()
+        logits = query_logits(out.logits, self.kind, query).float()
         target = torch.as_tensor(targets, device=device)
         picked = torch.arange(len(rows), device=device)
         probability = logits.softmax(-1)[picked, target]

@@ -19,12 +19,12 @@ from typing import Any
 import numpy as np
 
 from attnwidget.capture import model_kind
-from attnwidget.capture.run import _accepts
+from attnwidget.capture.run import forward_accepts
 from attnwidget.errors import InputError
-from attnwidget.explain import explain
 from attnwidget.evaluation._batcher import RowBatcher
 from attnwidget.evaluation.dataset import Example
 from attnwidget.evaluation.metrics_registry import Metric, MetricInput
+from attnwidget.pipeline.explain import explain
 
 #: What ``target`` may be: explain the predicted class, or the example's label.
 TARGETS = ("predicted", "label")
@@ -104,7 +104,7 @@ def _token_types(model: Any, tokenizer: Any, example: Example, plan: Plan, ids: 
             "evaluate needs a deterministic tokenizer."
         )
     types = encoding.get("token_type_ids")
-    return list(types) if types is not None and _accepts(model, "token_type_ids") else None
+    return list(types) if types is not None and forward_accepts(model, "token_type_ids") else None
 
 
 def compute_chunk(model: Any, tokenizer: Any, plan: Plan, task: ChunkTask) -> ChunkResult:

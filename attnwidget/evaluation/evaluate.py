@@ -10,16 +10,16 @@ from typing import Any
 
 from attnwidget import __version__
 from attnwidget.capture import ENCODER_DECODER, IMAGE, model_kind
-from attnwidget.capture.run import _blank_id
+from attnwidget.capture.run import blank_token_id
 from attnwidget.capture.tokens import max_length
 from attnwidget.errors import InputError
-from attnwidget.methods import get_method
-from attnwidget.methods.options import resolve_method_options
 from attnwidget.evaluation import dataset, executors
 from attnwidget.evaluation._compute import TARGETS, ChunkResult, ChunkTask, Plan
 from attnwidget.evaluation.metrics_registry import resolve_metrics
 from attnwidget.evaluation.result import EvaluationResult
 from attnwidget.evaluation.results_file import ResultsFile
+from attnwidget.methods import get_method
+from attnwidget.methods.options import resolve_method_options
 
 
 def evaluate(
@@ -150,7 +150,7 @@ def evaluate(
     ):
         raise InputError(f"rationale_k={rationale_k!r}: pass a token count (an int ≥ 0) or None.")
     k = rationale_k if rationale_k is not None else dataset.rationale_k(human)
-    blank = _blank_id(tokenizer) if replacement_id is None else replacement_id
+    blank = blank_token_id(tokenizer) if replacement_id is None else replacement_id
     if isinstance(blank, bool) or not isinstance(blank, int):
         raise InputError("the tokenizer has no unknown/mask/pad token: pass replacement_id=.")
     plan = Plan(

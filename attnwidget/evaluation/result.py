@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from attnwidget.errors import InputError
-from attnwidget.explanation import Explanation
-from attnwidget.metrics import bootstrap_ci
 from attnwidget.evaluation._compute import ChunkResult, ExampleResult
 from attnwidget.evaluation.dataset import Example
 from attnwidget.evaluation.metrics_registry import Metric
+from attnwidget.metrics import bootstrap_ci
+from attnwidget.results.explanation import Explanation
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -170,7 +170,7 @@ class EvaluationResult:
                 raise InputError(
                     "this result keeps no model (keep_model=False); pass reexplain=False."
                 )
-            from attnwidget.explain import explain
+            from attnwidget.pipeline.explain import explain
 
             return explain(
                 self.model,

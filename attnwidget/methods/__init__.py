@@ -15,7 +15,7 @@ import numpy as np
 
 from attnwidget.errors import ModelNotSupportedError
 from attnwidget.methods.blank_out import blank_out
-from attnwidget.methods.flow import attention_flow
+from attnwidget.methods.flow.flow import attention_flow
 from attnwidget.methods.grad_attention import grad_attention
 from attnwidget.methods.gradients import input_x_gradient, integrated_gradients
 from attnwidget.methods.options import Option, resolve_method_options

@@ -7,8 +7,8 @@ from typing import Any
 import numpy as np
 
 from attnwidget._arrays import as_layer_stack
-from attnwidget.methods._graph import as_attention_array, resolve_layer
 from attnwidget.methods.effective_attention import check_values, map_options, score_maps
+from attnwidget.methods.graph import as_attention_array, resolve_layer
 from attnwidget.methods.options import Option
 from attnwidget.methods.registry import ScoreContext, register
 

@@ -14,11 +14,11 @@ from typing import Any
 import numpy as np
 
 from attnwidget.errors import AttentionShapeError, InputError
-from attnwidget.relevance.chefer import run_chefer_relevance
-from attnwidget.relevance.lrp import run_lrp
-from attnwidget.methods._graph import as_attention_array
+from attnwidget.methods.graph import as_attention_array
 from attnwidget.methods.options import Option
 from attnwidget.methods.registry import ScoreContext, register
+from attnwidget.relevance.chefer import run_chefer_relevance
+from attnwidget.relevance.lrp import run_lrp
 
 #: Default first layer: 0, all layers (see :func:`chefer2021` for the authors' choices).
 DEFAULT_START_LAYER = 0

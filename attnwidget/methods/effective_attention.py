@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from attnwidget._arrays import as_layer_stack
-from attnwidget.methods._graph import as_attention_array
+from attnwidget.methods.graph import as_attention_array
 from attnwidget.methods.options import Option, head_fusion_option, layer_option
 from attnwidget.methods.raw import raw_attention
 from attnwidget.methods.registry import ScoreContext, register

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from attnwidget.errors import AttentionShapeError
-from attnwidget.methods._graph import as_attention_array
+from attnwidget.methods.graph import as_attention_array
 from attnwidget.methods.options import Option
 from attnwidget.methods.registry import ScoreContext, register
 

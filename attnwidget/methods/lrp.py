@@ -10,9 +10,9 @@ from typing import Any, Literal
 
 import numpy as np
 
-from attnwidget.relevance.lrp import DEFAULT_EPSILON, run_lrp
 from attnwidget.methods.options import Option
 from attnwidget.methods.registry import ScoreContext, get_method, register
+from attnwidget.relevance.lrp import DEFAULT_EPSILON, run_lrp
 
 Embeddings = Literal["token", "input"]
 
@@ -84,7 +84,7 @@ def lrp(model: Any, tokenizer: Any, text: Any, **kwargs: Any) -> Any:
     and, like every gradient-based score, it describes the model at this one
     input, not what would happen if a token were removed.
     """
-    from attnwidget.explain import explain
+    from attnwidget.pipeline.explain import explain
 
     names = [option.name for option in get_method("lrp").options]
     options = {k: kwargs.pop(k) for k in names if k in kwargs}

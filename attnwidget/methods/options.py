@@ -191,7 +191,9 @@ def layer_option(doc: str, default: int = -1) -> Option:
 
 def head_fusion_option() -> Option:
     """The ``head_fusion`` option: how heads are fused into one map per layer."""
-    from attnwidget.methods._graph import HEAD_FUSIONS  # local: _graph is not needed to declare options
+    from attnwidget.methods.graph import (
+        HEAD_FUSIONS,  # local: _graph is not needed to declare options
+    )
 
     return Option("head_fusion", str, "mean", "how heads are fused", choices=HEAD_FUSIONS)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from attnwidget.errors import InputError
-from attnwidget.methods._graph import HeadFusion, as_attention_array, fuse_heads, resolve_layer
+from attnwidget.methods.graph import HeadFusion, as_attention_array, fuse_heads, resolve_layer
 from attnwidget.methods.options import Option, head_fusion_option, layer_option
 from attnwidget.methods.registry import ScoreContext, register
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attnwidget.methods._graph import (
+from attnwidget.methods.graph import (
     HeadFusion,
     add_residual,
     as_attention_array,

@@ -31,7 +31,15 @@ from attnwidget.metrics.perturbation import (
     perturbation_curve_tokens,
     removal_order,
 )
-from attnwidget.metrics.plausibility import PRF, auprc, discretize, iou_f1, mask_spans, span_iou, token_prf
+from attnwidget.metrics.plausibility import (
+    PRF,
+    auprc,
+    discretize,
+    iou_f1,
+    mask_spans,
+    span_iou,
+    token_prf,
+)
 from attnwidget.metrics.segmentation import (
     SegmentationScores,
     average_precision,

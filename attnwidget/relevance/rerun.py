@@ -18,7 +18,13 @@ import numpy as np
 import torch
 
 from attnwidget.capture.record import ModelCall
-from attnwidget.capture.run import _device, _expand, _query_logits, _self_attentions, _to_numpy
+from attnwidget.capture.run import (
+    detached_numpy,
+    expand_inputs,
+    model_device,
+    query_logits,
+    self_attentions,
+)
 from attnwidget.capture.state import capture_ready
 
 
@@ -61,17 +67,17 @@ class TargetScore:
         is computed after the model, e.g. a similarity, start relevance by it)."""
         size = inputs.shape[0]
         out = self.model(
-            inputs_embeds=inputs, return_dict=True, **_expand(self.kwargs, size), **extra
+            inputs_embeds=inputs, return_dict=True, **expand_inputs(self.kwargs, size), **extra
         )
         rows = torch.full((size,), self.row, device=inputs.device)
-        return out, _query_logits(out.logits, self.kind, rows)[:, self.target_id].float()
+        return out, query_logits(out.logits, self.kind, rows)[:, self.target_id].float()
 
     def __call__(self, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         # capture_ready: the model's lock (another thread may be re-running it
         # with LRP rules installed), its capture state, and autograd on even
         # inside torch.no_grad()/inference_mode(); so the inputs are made inside.
         with capture_ready(self.model):
-            device = _device(self.model)
+            device = model_device(self.model)
             dtype = self.model.get_input_embeddings().weight.dtype
             inputs = torch.tensor(points, dtype=dtype, device=device).requires_grad_(True)
             _, values = self._values(inputs)
@@ -90,22 +96,22 @@ class TargetScore:
         with capture_ready(self.model), context(self.model) as state:
             # Made inside capture_ready: under torch.inference_mode() a tensor
             # made outside would be an inference tensor autograd cannot use.
-            ids = torch.tensor([self.input_ids], device=_device(self.model))
+            ids = torch.tensor([self.input_ids], device=model_device(self.model))
             with torch.no_grad():
                 embeds = self.model.get_input_embeddings()(ids)
             embeds = embeds.detach().requires_grad_(True)
             outputs, values = self._values(embeds, state=state, output_attentions=True)
-            attentions = _self_attentions(outputs, self.kind)
+            attentions = self_attentions(outputs, self.kind)
             grads = torch.autograd.grad(values[0], [embeds, *attentions], allow_unused=True)
         attention_grads = [
             torch.zeros_like(a) if g is None else g
             for a, g in zip(attentions, grads[1:], strict=True)
         ]
         return Rerun(
-            embeddings=_to_numpy(embeds)[0],
-            embedding_grads=_to_numpy(grads[0])[0],
-            attentions=np.stack([_to_numpy(a)[0] for a in attentions]),
-            attention_grads=np.stack([_to_numpy(g)[0] for g in attention_grads]),
+            embeddings=detached_numpy(embeds)[0],
+            embedding_grads=detached_numpy(grads[0])[0],
+            attentions=np.stack([detached_numpy(a)[0] for a in attentions]),
+            attention_grads=np.stack([detached_numpy(g)[0] for g in attention_grads]),
             value=float(values[0].detach()),
             state=state,
         )
@@ -120,7 +126,7 @@ def target_probability(call: ModelCall) -> Callable[[np.ndarray], np.ndarray]:
         call.row,
         call.target_id,
     )
-    device = _device(model)
+    device = model_device(model)
     embedding_layer = model.get_input_embeddings()
 
     def probability(ids: np.ndarray) -> np.ndarray:
@@ -130,12 +136,12 @@ def target_probability(call: ModelCall) -> Callable[[np.ndarray], np.ndarray]:
             out = model(
                 inputs_embeds=embedding_layer(batch),
                 return_dict=True,
-                **_expand(kwargs, batch.shape[0]),
+                **expand_inputs(kwargs, batch.shape[0]),
             )
             rows = torch.full((batch.shape[0],), row, device=device)
             # float64: a confident model's p ≈ 0.9999 changes by less than float32
             # resolves (~6e-8 near 1), which would score most tokens exactly 0.
-            probs = _query_logits(out.logits, kind, rows).double().softmax(dim=-1)
+            probs = query_logits(out.logits, kind, rows).double().softmax(dim=-1)
         return probs[:, target_id].cpu().numpy()
 
     return probability

@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 from attnwidget.capture.record import ModelCall
-from attnwidget.capture.run import _device, _expand
+from attnwidget.capture.run import expand_inputs, model_device
 from attnwidget.capture.similarity import cosine, hidden_states, pool, pool_weights
 from attnwidget.capture.state import capture_ready
 from attnwidget.relevance.chefer.engine import CheferRecorder
@@ -60,7 +60,7 @@ class SimilarityScore(TargetScore):
     ) -> tuple[Any, torch.Tensor]:
         size = inputs.shape[0]
         out = self.model(
-            inputs_embeds=inputs, return_dict=True, **_expand(self.kwargs, size), **extra
+            inputs_embeds=inputs, return_dict=True, **expand_inputs(self.kwargs, size), **extra
         )
         hidden = hidden_states(out)
         pooled = pool(hidden, self.similarity.pooling)
@@ -86,11 +86,11 @@ class SimilarityScore(TargetScore):
     def probability(self, ids: np.ndarray) -> np.ndarray:
         """``ids (B, n) -> similarity (B,)``, float64: what blank-out compares."""
         with capture_ready(self.model), torch.no_grad():
-            batch = torch.as_tensor(ids, device=_device(self.model))
+            batch = torch.as_tensor(ids, device=model_device(self.model))
             out = self.model(
                 inputs_embeds=self.model.get_input_embeddings()(batch),
                 return_dict=True,
-                **_expand(self.kwargs, batch.shape[0]),
+                **expand_inputs(self.kwargs, batch.shape[0]),
             )
             pooled = pool(hidden_states(out), self.similarity.pooling).double()
             other = self.similarity.other.double()

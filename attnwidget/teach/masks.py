@@ -36,7 +36,14 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from attnwidget.errors import InputError
-from attnwidget.teach._checks import as_bool_mask, as_count, as_float_array, as_matrix, check_kind, refuse_unknown
+from attnwidget.teach._checks import (
+    as_bool_mask,
+    as_count,
+    as_float_array,
+    as_matrix,
+    check_kind,
+    refuse_unknown,
+)
 
 MASK_KINDS: tuple[str, ...] = ("none", "causal", "padding", "local", "local-m", "local-p")
 

@@ -6,21 +6,21 @@ ES module built from ``js/`` into ``attnwidget/static/widget.js``.
 
 from __future__ import annotations
 
-from attnwidget.views._base import BUNDLE, BundleMissingError
-from attnwidget.views.alignment_view import AlignmentView
-from attnwidget.views.annotator import Annotator
-from attnwidget.views.attention_calculator import AttentionCalculator
-from attnwidget.views.attention_matrix_view import AttentionMatrixView
-from attnwidget.views.compat import head_view, model_view
-from attnwidget.views.evaluation_view import EvaluationView
-from attnwidget.views.explorer import Explorer
-from attnwidget.views.flow_view import FlowView
-from attnwidget.views.generation_view import GenerationView
-from attnwidget.views.head_view import HeadView
-from attnwidget.views.image_view import ImageView
-from attnwidget.views.model_view import ModelView
-from attnwidget.views.neuron_view import NeuronView
-from attnwidget.views.saliency import SaliencyView
+from attnwidget.views.annotate.alignment_view import AlignmentView
+from attnwidget.views.annotate.annotator import Annotator
+from attnwidget.views.attention.compat import head_view, model_view
+from attnwidget.views.attention.head_view import HeadView
+from attnwidget.views.attention.model_view import ModelView
+from attnwidget.views.attention.neuron_view import NeuronView
+from attnwidget.views.core.base import BUNDLE, BundleMissingError
+from attnwidget.views.evaluate.evaluation_view import EvaluationView
+from attnwidget.views.explorer.explorer import Explorer
+from attnwidget.views.flow.flow_view import FlowView
+from attnwidget.views.generation.generation_view import GenerationView
+from attnwidget.views.image.image_view import ImageView
+from attnwidget.views.matrix.matrix_view import AttentionMatrixView
+from attnwidget.views.saliency.saliency_view import SaliencyView
+from attnwidget.views.teach.calculator import AttentionCalculator
 
 __all__ = [
     "BUNDLE",

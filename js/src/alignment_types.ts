@@ -1,5 +1,5 @@
 /**
- * AlignmentView's traits (Python: attnwidget/views/alignment_view.py, whose
+ * AlignmentView's traits (Python: attnwidget/views/annotate/alignment_view.py, whose
  * module docstring is the message schema). Trait names are checked against
  * Python's by test/fixtures.test.ts (trait_names.ts).
  *

@@ -1,5 +1,5 @@
 /**
- * Annotator's traits and messages (Python: attnwidget/views/annotator.py,
+ * Annotator's traits and messages (Python: attnwidget/views/annotate/annotator.py,
  * whose docstring holds the schema). Trait names are checked against
  * Python's by test/fixtures.test.ts (trait_names.ts).
  */

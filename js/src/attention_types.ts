@@ -1,6 +1,6 @@
 /**
  * Trait and message schema of HeadView and ModelView (Python:
- * attnwidget/views/head_view.py, model_view.py, _attention.py). The trait names are
+ * attnwidget/views/attention/head_view.py, model_view.py, _attention.py). The trait names are
  * checked against Python's by test/fixtures.test.ts (see trait_names.ts).
  *
  * Attention weights travel as float16 (little-endian, C order) in binary
@@ -82,7 +82,7 @@ export interface AttentionTraits extends BaseTraits {
   selected_token: number;
 }
 
-/** HeadView (attnwidget/views/head_view.py). */
+/** HeadView (attnwidget/views/attention/head_view.py). */
 export interface HeadTraits extends AttentionTraits {
   _view: "head";
   /** Shown layer id. */
@@ -91,7 +91,7 @@ export interface HeadTraits extends AttentionTraits {
   heads: number[];
 }
 
-/** ModelView (attnwidget/views/model_view.py). */
+/** ModelView (attnwidget/views/attention/model_view.py). */
 export interface ModelTraits extends AttentionTraits {
   _view: "model";
   thumbs: Binary | null;

@@ -1,5 +1,5 @@
 /**
- * The one decoder of arrays on the wire (Python: attnwidget/views/_buffers.py,
+ * The one decoder of arrays on the wire (Python: attnwidget/views/core/buffers.py,
  * the one encoder). Arrays never travel as JSON lists: each is a binary
  * buffer of little-endian, C-order values described by a WireMeta (dtype,
  * shape and, for rescaled float16, a scale). Front ends hand a buffer over as

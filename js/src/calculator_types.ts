@@ -1,5 +1,5 @@
 /**
- * AttentionCalculator's traits (Python: attnwidget/views/attention_calculator.py,
+ * AttentionCalculator's traits (Python: attnwidget/views/teach/calculator.py,
  * which documents each one). Trait names are checked against Python's by
  * test/fixtures.test.ts (trait_names.ts).
  *

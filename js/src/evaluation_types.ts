@@ -1,5 +1,5 @@
 /**
- * EvaluationView's traits (Python: attnwidget/views/evaluation_view.py). Trait
+ * EvaluationView's traits (Python: attnwidget/views/evaluate/evaluation_view.py). Trait
  * names are checked against Python's by test/fixtures.test.ts (trait_names.ts).
  *
  * M methods (table rows), K metrics (table columns), N examples. Arrays are

@@ -1,5 +1,5 @@
 /**
- * FlowView's custom messages (Python: attnwidget/views/_flow_messages.py):
+ * FlowView's custom messages (Python: attnwidget/views/flow/_messages.py):
  * their typed schemas both ways, and what a reply from the kernel does to
  * the page's state (FlowStore). No DOM here: the wiring module turns the
  * returned Outcome into drawing, status text and timers.

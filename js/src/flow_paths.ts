@@ -4,7 +4,7 @@
  * in the page), decoding the kernel's path replies, the diagram's geometry
  * and hit testing (lines grouped by strength: flow_lines.ts).
  *
- * Conventions (as attnwidget/views/_paths.py): node (l, i) is token i after
+ * Conventions (as attnwidget/views/flow/_paths.py): node (l, i) is token i after
  * attention layer l; edge layer l (1 … L) links (l, i) to (l − 1, j) and is
  * stored row-major as i·n + j; `maps[l − 1]` is layer l's (n × n) matrix.
  */

@@ -1,5 +1,5 @@
 /**
- * Trait and message schema of FlowView (Python: attnwidget/views/flow_view.py,
+ * Trait and message schema of FlowView (Python: attnwidget/views/flow/flow_view.py,
  * whose docstring has the same tables). The trait names are
  * checked against Python's by test/fixtures.test.ts (see trait_names.ts).
  *

@@ -3,7 +3,7 @@
  * (legends, tooltips, status lines, notes). Full precision stays in Python;
  * here a score reads at a glance: "0.419", not "0.41894618".
  *
- * Rules (attnwidget/views/_format.py implements the same ones; the golden
+ * Rules (attnwidget/views/core/format.py implements the same ones; the golden
  * fixture js/test/fixtures/format.json holds both sides to the same text):
  * - `digits` significant digits (default 3), trailing zeros trimmed:
  *   1.0000008 -> "1", 0.41894618 -> "0.419".

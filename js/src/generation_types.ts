@@ -1,5 +1,5 @@
 /**
- * GenerationView's traits (Python: attnwidget/views/generation_view.py, whose
+ * GenerationView's traits (Python: attnwidget/views/generation/generation_view.py, whose
  * module docstring is the message schema).
  *
  * `scores` is float32 little-endian, C order, of shape `shape` = [M, T, N]:

@@ -1,5 +1,5 @@
 /**
- * ImageView's traits and messages (Python: attnwidget/views/image_view.py and
+ * ImageView's traits and messages (Python: attnwidget/views/image/image_view.py and
  * _image_wire.py). Trait names are checked against Python's by
  * test/fixtures.test.ts (trait_names.ts).
  *

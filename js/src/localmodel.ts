@@ -25,7 +25,7 @@ interface Listener {
   context: unknown;
 }
 
-/** Identifier of the payload layout; Python writes it (attnwidget/views/_standalone.py). */
+/** Identifier of the payload layout; Python writes it (attnwidget/views/core/standalone.py). */
 export const PAYLOAD_FORMAT = "attnwidget-state/1";
 
 export class LocalModel<T extends Record<string, any> = Record<string, any>> implements AnyModel<T> {

@@ -1,5 +1,5 @@
 /**
- * AttentionMatrixView's messages (schema: attnwidget/views/attention_matrix_view.py):
+ * AttentionMatrixView's messages (schema: attnwidget/views/matrix/matrix_view.py):
  * the request for tiles the page lacks, and the kernel's replies decoded
  * into tiles. Pure (no DOM): tested in test/matrix.test.ts.
  */

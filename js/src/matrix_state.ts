@@ -1,7 +1,7 @@
 /**
  * AttentionMatrixView's maths, free of the DOM (tested in node,
  * test/matrix.test.ts): where the viewport is, how it pans and zooms, which
- * pyramid level and tiles it needs (attnwidget/views/_matrix_tiles.py makes
+ * pyramid level and tiles it needs (attnwidget/views/matrix/_tiles.py makes
  * them), which cell a pointer is over, and the cache of tiles received.
  *
  * Coordinates: a cell is one (query row, key column) of the full matrix;

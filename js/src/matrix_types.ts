@@ -1,7 +1,7 @@
 /**
  * AttentionMatrixView's traits and messages (Python:
- * attnwidget/views/attention_matrix_view.py, whose module docstring is the
- * message schema; tiles and levels: attnwidget/views/_matrix_tiles.py).
+ * attnwidget/views/matrix/matrix_view.py, whose module docstring is the
+ * message schema; tiles and levels: attnwidget/views/matrix/_tiles.py).
  * MATRIX_TRAITS is checked against Python's trait names by
  * test/matrix.test.ts (through the fixture Python writes).
  */

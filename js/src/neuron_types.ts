@@ -1,5 +1,5 @@
 /**
- * NeuronView's traits (Python: attnwidget/views/neuron_view.py, whose module
+ * NeuronView's traits (Python: attnwidget/views/attention/neuron_view.py, whose module
  * docstring is the message schema). Trait names are checked against
  * Python's by test/fixtures.test.ts (trait_names.ts).
  *

@@ -1,6 +1,6 @@
 /**
  * A saved page answers its own requests: `to_html()` records the kernel's
- * replies to every request the page may send (attnwidget/views/_standalone.py),
+ * replies to every request the page may send (attnwidget/views/core/standalone.py),
  * each in
  *
  *   <script type="application/json" data-attnwidget-reply="<model_id>"

@@ -21,7 +21,7 @@ export interface BaseTraits {
 }
 
 /**
- * SaliencyView (Python: attnwidget/views/saliency.py).
+ * SaliencyView (Python: attnwidget/views/saliency/saliency_view.py).
  *
  * Rows are methods, columns are input tokens; m = shape[0], n = shape[1].
  */

@@ -66,9 +66,15 @@ import torch
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
-from attnwidget.capture.state import _all_configs
+from attnwidget.capture.state import all_configs
 from attnwidget.errors import ModelNotSupportedError
-from attnwidget.relevance.chefer.attention import _HINT, IMPLEMENTATION, AttentionCalls, active_pass, register
+from attnwidget.relevance.chefer.attention import (
+    _HINT,
+    IMPLEMENTATION,
+    AttentionCalls,
+    active_pass,
+    register,
+)
 from attnwidget.relevance.chefer.inline import resolve
 from attnwidget.relevance.chefer.leaves import ALPHA_BETA, UNCHANGED, LeafRule, paper_rules
 from attnwidget.relevance.chefer.rules import NODE_NAMES, alpha_beta, pass_through
@@ -179,7 +185,7 @@ def chefer_rules(model: nn.Module) -> Iterator[CheferRecorder]:
             "not cross-attention. Use an encoder-only or decoder-only model."
         )
     rules = paper_rules(model)  # refuses a module without a rule, before any change
-    configs = _all_configs(model)
+    configs = all_configs(model)
     saved = [(c, c.__dict__.get("_attn_implementation_internal", _MISSING)) for c in configs]
     recorder = CheferRecorder()
     recorder.calls.known = recorder._tensor_of

@@ -41,9 +41,17 @@ import torch
 from torch import nn
 
 from attnwidget.errors import ModelNotSupportedError
-from attnwidget.relevance.lrp.families import roles
-from attnwidget.relevance.lrp.structure import ACTIVATION, LAYER_NORM, LINEAR, OPEN, PASSIVE, RMS_NORM, Role
 from attnwidget.relevance.chefer.attention import _HINT
+from attnwidget.relevance.lrp.families import roles
+from attnwidget.relevance.lrp.structure import (
+    ACTIVATION,
+    LAYER_NORM,
+    LINEAR,
+    OPEN,
+    PASSIVE,
+    RMS_NORM,
+    Role,
+)
 
 #: The two leaf rules of the paper: α1β0 on linear layers, relevance passed unchanged.
 ALPHA_BETA, UNCHANGED = "alpha_beta", "unchanged"

@@ -17,9 +17,14 @@ from typing import Any
 import torch
 from torch import nn
 
-from attnwidget.capture.state import _all_configs
+from attnwidget.capture.state import all_configs
 from attnwidget.errors import ModelNotSupportedError
-from attnwidget.relevance.lrp.attention import IMPLEMENTATION, AttentionLedger, active_pass, register
+from attnwidget.relevance.lrp.attention import (
+    IMPLEMENTATION,
+    AttentionLedger,
+    active_pass,
+    register,
+)
 from attnwidget.relevance.lrp.families import Installer, install_rules, roles
 from attnwidget.relevance.lrp.inline import InlineRules
 from attnwidget.relevance.lrp.rules import DEFAULT_EPSILON
@@ -117,7 +122,7 @@ def lrp_rules(model: nn.Module, *, epsilon: float = DEFAULT_EPSILON) -> Iterator
             "encoder-decoder model (its cross-attention has no LRP bookkeeping here)."
         )
     leaf_roles = roles(model)  # raises for a module without a role, before any change
-    configs = _all_configs(model)
+    configs = all_configs(model)
     saved = [
         (c, name, c.__dict__.get(name, _MISSING))
         for c in configs

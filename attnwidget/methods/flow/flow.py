@@ -1,0 +1,396 @@
+"""Attention flow (Abnar & Zuidema, ACL 2020), exact and fast.
+
+Abnar & Zuidema, "Quantifying Attention Flow in Transformers" (ACL 2020)
+treat the layers as a flow network: nodes ``(l, i)`` for l = 0 … L (l = 0 are
+the input tokens) and, for every layer l ≥ 1, an edge ``(l, i) → (l−1, j)``
+with capacity ``Â_l[i, j]``, the head-fused, residual-adjusted attention
+(``Â = 0.5·W + 0.5·I``, rows re-normalised). ``F[i, j]`` is the value of the
+maximum flow from the source ``(layer, i)`` to the sink ``(0, j)``; the
+reference code (``compute_flows`` in samiraabnar/attention_flow) computes
+every value with networkx's Edmonds–Karp and then divides each source row by
+its sum.
+
+This module gives the same numbers (each within a certified 1e-10, reported
+as :attr:`FlowResult.max_error`) much faster, with no approximation:
+
+* **Pruning.** A source ``(T, i)`` only reaches the layers below it, and the
+  other input tokens are dead ends, so each problem is source → node layers
+  T−1 … 1 → one sink; between problems only the n source and n sink
+  capacities change.
+* **Closed forms** for the first two layers: one layer is the edge itself,
+  ``F = Â_1[i, j]``; two layers are disjoint two-edge paths,
+  ``F = Σ_k min(Â_2[i, k], Â_1[k, j])``.
+* **Certificates at the trivial bound** (:mod:`._flowcert`). Every flow is at
+  most ``τ = min(capacity out of the source, capacity into the sink)``, and
+  a feasible flow of value τ proves the maximum is τ. On real attention most
+  values sit at τ; such flows are built for many pairs at once (rollout
+  supply, proportional demand, Sinkhorn scaling at one layer; else, on the
+  scipy-based path, an exact transport through the top layer) and checked
+  explicitly.
+* **Exact solver** for the rest: with numba installed (a dependency), a
+  compiled push–relabel solver (:mod:`._flow_push`) that carries one preflow
+  from sink to sink of a source row, so each later sink only reroutes the
+  previous one's flow (no per-sink set-up), its values proven by a cut to
+  ~1e-13 (capacities rounded to 2**-56). Without numba (:data:`PUSH` False
+  or the import failing), the scipy-based solvers (:mod:`._flow_direct`):
+  (1) a cut certified for an earlier sink of the same row, priced with this
+  sink's capacities and proven by moving that sink's flow over
+  (:mod:`._flow_reuse`); (2) scipy's Dinic on a subgraph (each node's
+  strongest edges, the source's and the sink's token chains, then the edges
+  of the nodes near source and sink), its cut priced with all edges; (3) the
+  whole pruned graph, solved on the reversed graph with each layer's nodes
+  ordered by sink demand and source supply (:mod:`._flow_layers`); the
+  rounding of a solve (below) closed by routing its losses along residual
+  trees (:mod:`._flow_proof`), else by a second solve at a finer scale; what
+  is left goes to :mod:`._maxflow`'s batch solver.
+
+**Measured** (``python bench/flow.py --hard --repeats 3``: CLS row, L = 12,
+our CPU time ÷ one plain scipy Dinic solve per sink on the unpruned graph,
+medians of 3 runs on a 2-core machine): n = 128: bottleneck 0.24,
+near-identity 0.10, blocks 0.08, blocks apart 0.04 (random 0.01, real
+0.05); n = 64: 0.31, 0.13, 0.09, 0.05; n = 32: 0.38, 0.25, 0.29, 0.28
+(goal ≤ 0.5). The scipy-based fallback alone gave 0.38, 0.69, 0.67, 0.82
+at n = 128: scipy spends ~45 ns per arc at every call before any flow
+moves, so per-sink solves cost about what the plain solver's do. The first
+call in a process loads the compiled solver from numba's disk cache (~1 s;
+~10 s to compile it on a new installation; :func:`._flow_push.warm_up`).
+
+**Integer scaling** (the scipy-based path). scipy 1.17's ``maximum_flow``
+takes int32 capacities (larger values are cast silently). Capacities are ≤ 1
+and rounded *down* to multiples of 2**-30 (scale 2**30, so every capacity
+and flow value stays ≤ 2**30 < 2**31). The integer flow is then feasible for the real capacities,
+and a min cut C of the rounded graph shows the first solve is short by less
+than |C|·2**-30 ≤ E·2**-30 (E edges; ≈ 1.7e-4 for L = 12, n = 128, ≈ n·2**-30 ≈
+1e-7 when C is the sink's edges). That remainder is recovered exactly: by
+routing the rounding losses along widest residual paths when they are all
+that keeps the flow from τ or on the edges of the solve's own minimum cut,
+else by further solves on the residual graph at scale 2**30/G (G the
+remaining bound), until a cut summed in float64 from the original
+capacities is within 1e-10 of the flow. So the bound on every value
+is a posteriori and proven by that cut, not assumed.
+
+Whether a value sits at τ is reported too (``at_bound``): such a value is set
+by one bottleneck (how much the source token sends, or how much the input
+token receives in layer 1), not by the paths through the network.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from attnwidget.errors import TooLargeError
+from attnwidget.methods.flow import _push as _flow_push
+from attnwidget.methods.flow._direct import solve_direct
+from attnwidget.methods.flow._flowcert import certify
+from attnwidget.methods.flow._maxflow import DEFAULT_TOL, solve
+from attnwidget.methods.graph import (
+    HeadFusion,
+    add_residual,
+    as_attention_array,
+    check_row_sums,
+    fuse_heads,
+    resolve_layer,
+    resolve_rows,
+)
+from attnwidget.methods.options import AT_LEAST_ONE, Option, head_fusion_option, layer_option
+from attnwidget.methods.registry import ScoreContext, register
+
+#: Default memory cap for one flow computation (the graph and work arrays).
+DEFAULT_MAX_BYTES = 2 * 1024**3
+#: A value counts as "at the trivial bound" when within this of it.
+AT_BOUND_ATOL = 1e-9
+#: Shorter inputs are solved on the full graph (subgraphs would not pay off:
+#: on the hard inputs of ``bench/flow.py --hard``, L = 12, the full graph was
+#: 0–28 % faster at n = 32 and 0–20 % at n = 48, subgraphs 3–22 % at n = 64).
+SUBGRAPH_FROM_N = 56
+#: Solve the pairs left by the certificates with :mod:`._flow_direct` (False:
+#: with the batch solver of :mod:`._maxflow` alone; kept for tests and comparison).
+DIRECT = True
+#: Solve the pairs the certificates leave with the compiled push–relabel
+#: solver of :mod:`._flow_push` when numba is installed (False: the scipy-based
+#: solvers below; kept for tests and for machines without numba).
+PUSH = True
+#: Fewest node layers for the direct solver: on shallower graphs each problem
+#: is so small that Python's per-problem overhead dominates, and the batch
+#: solver (many problems per scipy call) was 1.5–3.5× faster (real attention,
+#: L = 4, n = 16–64); at L = 12 the direct one was as fast or faster.
+DIRECT_FROM = 6
+#: Bytes per graph edge: our arrays plus scipy's int32 residual copies.
+_BYTES_PER_EDGE = 160
+
+
+@dataclass(frozen=True)
+class FlowResult:
+    """Attention flow from some source rows of one layer to every input token.
+
+    All arrays have shape (R, n): R = ``len(rows)`` sources, n input tokens.
+
+    Attributes:
+        values: the flows, each row divided by its sum when ``normalize`` (the
+            reference's ``compute_flows``), else equal to ``raw_values``.
+        raw_values: maximum-flow values F[i, j] (each in [0, 1]).
+        trivial_bound: ``min(out-capacity of source i, in-capacity of sink j)``,
+            i.e. ``min(Σ_k Â_T[i, k], Σ_k Â_1[k, j])``; always ≥ raw_values.
+        at_bound: ``raw_values ≥ trivial_bound − 1e-9``: the value is set by
+            one bottleneck rather than by paths through the layers.
+        rows: (R,) the source token positions.
+        layer: the 0-based layer index of the sources (node row ``layer + 1``).
+        max_error: certified bound on ``|raw_values − exact max flow|`` over all
+            entries (≤ 1e-10 unless a solve hit its stage limit), proven per
+            value by a cut of the graph (see the module docstring).
+    """
+
+    values: np.ndarray
+    raw_values: np.ndarray
+    trivial_bound: np.ndarray
+    at_bound: np.ndarray
+    rows: np.ndarray
+    layer: int
+    max_error: float
+
+
+def attention_flow(
+    attentions: object,
+    *,
+    layer: int = -1,
+    rows: int | Sequence[int] | np.ndarray | None = None,
+    normalize: bool = True,
+    head_fusion: HeadFusion = "mean",
+    residual: bool = True,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+) -> np.ndarray:
+    """Attention flow of Abnar & Zuidema (ACL 2020): (len(rows), n) array.
+
+    ``F[r, j]`` is the maximum flow from node ``rows[r]`` of the node row after
+    attention layer ``layer`` (same index convention as rollout's output) to
+    input token j, through the attention graph with capacities ``Â_l``. See
+    :func:`attention_flow_result` for the arguments and the certificate
+    details; this returns its ``values``.
+    """
+    return attention_flow_result(
+        attentions,
+        layer=layer,
+        rows=rows,
+        normalize=normalize,
+        head_fusion=head_fusion,
+        residual=residual,
+        max_bytes=max_bytes,
+    ).values
+
+
+def attention_flow_result(
+    attentions: object,
+    *,
+    layer: int = -1,
+    rows: int | Sequence[int] | np.ndarray | None = None,
+    normalize: bool = True,
+    head_fusion: HeadFusion = "mean",
+    residual: bool = True,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+) -> FlowResult:
+    """Attention flow (Abnar & Zuidema, 2020) with bounds and certificates.
+
+    Args:
+        attentions: (L, H, n, n) array or the HF tuple of (1, H, n, n) tensors
+            (post-softmax; rows that do not sum to 1 give a warning).
+        layer: attention layer whose output nodes are the sources; -1 (default)
+            is the top layer L. ``layer=k`` means the node row after attention
+            layer k+1, as in :func:`attnwidget.methods.rollout.rollout`.
+        rows: source token positions (an int, giving one row, or a sequence);
+            None = all n.
+        normalize: divide each row by its sum (as the reference does); False
+            returns raw max-flow values.
+        head_fusion: "mean" (the paper), "max" or "min" over heads.
+        residual: add the residual ``0.5·I`` (the paper); False only
+            re-normalises rows.
+        max_bytes: raise :class:`TooLargeError` instead of building a graph
+            that needs more memory than this.
+
+    Returns:
+        A :class:`FlowResult`; its arrays have shape (len(rows), n).
+
+    Raises:
+        AttentionShapeError, NonFiniteError: invalid attention.
+        IndexError, TypeError: bad ``layer`` or ``rows``.
+        TooLargeError: the graph would need more than ``max_bytes``.
+    """
+    _check_size(attentions, layer, max_bytes)
+    array = as_attention_array(attentions)
+    check_row_sums(array, method="attention flow")
+    num_layers, n = array.shape[0], array.shape[-1]
+    layer_index = resolve_layer(layer, num_layers)
+    sources = resolve_rows(rows, n)
+    adjusted = add_residual(fuse_heads(array, head_fusion), residual=residual)
+    raw, bound, gap = _max_flows(adjusted, layer_index + 1, sources)
+    if normalize:
+        sums = raw.sum(axis=1, keepdims=True)
+        values = np.divide(raw, sums, out=np.zeros_like(raw), where=sums > 0)
+    else:
+        values = raw.copy()
+    return FlowResult(
+        values=values,
+        raw_values=raw,
+        trivial_bound=bound,
+        at_bound=raw >= bound - AT_BOUND_ATOL,
+        rows=sources,
+        layer=layer_index,
+        max_error=float(gap.max(initial=0.0)),
+    )
+
+
+def _max_flows(
+    adjusted: np.ndarray, top: int, sources: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Max flows from nodes ``sources`` of node layer ``top`` to every token.
+
+    ``adjusted[l-1]`` is ``Â_l`` (n, n). Returns (raw, bound, gap), each
+    (len(sources), n); gap is the certified error of each value.
+    """
+    n = adjusted.shape[-1]
+    source_caps = adjusted[top - 1][sources]  # (R, n)
+    sink_caps = adjusted[0]  # column j = capacities into sink j
+    bound = np.minimum(source_caps.sum(axis=1)[:, None], sink_caps.sum(axis=0)[None, :])
+    gap = np.zeros(bound.shape)
+    if top == 1:
+        return source_caps.copy(), bound, gap
+    if top == 2:  # disjoint paths (2, i) → (1, k) → (0, j)
+        raw = np.empty(bound.shape)
+        step = max(1, 4_000_000 // (n * n))
+        for start in range(0, sources.size, step):
+            part = source_caps[start : start + step, :, None]
+            raw[start : start + step] = np.minimum(part, sink_caps[None]).sum(axis=1)
+        return raw, bound, gap
+    raw = np.zeros(bound.shape)
+    push = PUSH and _flow_push.available()
+    # With the compiled solver the exact transport certificate costs more
+    # than it saves (real attention, n = 128: 160 ms vs 60 ms for the row).
+    done, gap = certify(adjusted, top, sources, bound, transport=not push)
+    raw[done] = bound[done]
+    todo_r, todo_j = np.nonzero(~done)
+    if todo_r.size and push:
+        graph = _flow_push.prepare([adjusted[layer] for layer in range(top - 1)])
+        # np.nonzero gives the pairs by row, each row's sinks ascending (neighbours in turn)
+        for part in np.split(np.arange(todo_r.size), np.flatnonzero(np.diff(todo_r)) + 1):
+            r, sinks = todo_r[part[0]], todo_j[part]
+            flows = _flow_push.solve_row(graph, source_caps[r], sinks)
+            raw[r, sinks] = flows.value
+            gap[r, sinks] = flows.error
+        return raw, bound, gap
+    inner = [adjusted[layer - 1] for layer in range(top - 1, 1, -1)]
+    # Short inputs or three node layers: the full graph is as cheap as subgraphs.
+    chains = None if n < SUBGRAPH_FROM_N or top <= 3 else (sources[todo_r], todo_j)
+    if todo_r.size and DIRECT and top >= DIRECT_FROM:
+        direct = solve_direct(
+            inner, source_caps[todo_r], sink_caps[:, todo_j].T, chains=chains, tol=DEFAULT_TOL
+        )
+        raw[todo_r[direct.ok], todo_j[direct.ok]] = direct.value[direct.ok]
+        gap[todo_r[direct.ok], todo_j[direct.ok]] = direct.error[direct.ok]
+        todo_r, todo_j = todo_r[~direct.ok], todo_j[~direct.ok]
+    if todo_r.size:
+        chains = None if chains is None else (sources[todo_r], todo_j)
+        solutions = solve(
+            inner, source_caps[todo_r], sink_caps[:, todo_j].T, chains=chains, tol=DEFAULT_TOL
+        )
+        raw[todo_r, todo_j] = solutions.upper
+        gap[todo_r, todo_j] = solutions.upper - solutions.lower
+    return raw, bound, gap
+
+
+def _check_size(attentions: object, layer: int, max_bytes: int) -> None:
+    """Raise TooLargeError from the shape alone, before anything is allocated."""
+    if isinstance(attentions, (tuple, list)):
+        if not attentions:
+            return
+        num_layers = len(attentions)
+        shape = tuple(getattr(attentions[0], "shape", ()))
+    else:
+        shape = tuple(getattr(attentions, "shape", ()))
+        num_layers = int(shape[0]) if len(shape) == 4 else 1
+    if len(shape) < 3 or not -num_layers <= layer < num_layers:
+        return  # as_attention_array / resolve_layer report these
+    n, heads = int(shape[-1]), int(shape[-3])
+    needed, edges = flow_memory(num_layers, heads, n, layer=layer)
+    if needed > max_bytes:
+        top = layer % num_layers + 1
+        raise TooLargeError(
+            f"attention flow for n={n} tokens from layer {top} of {num_layers} would need "
+            f"about {needed:,} bytes ({needed / 1024**3:.1f} GiB; its graph has {edges:,} "
+            f"edges), more than max_bytes={max_bytes:,}. Use fewer tokens (truncate the "
+            "text) or a lower layer, or use attention rollout (method 'rollout'), which "
+            "needs only n×n numbers per layer; fewer rows make flow faster, not smaller. "
+            "Or raise max_bytes if the memory is there."
+        )
+
+
+def flow_memory(num_layers: int, heads: int, n: int, *, layer: int = -1) -> tuple[int, int]:
+    """Estimated peak bytes of :func:`attention_flow_result`, and its graph's edge count.
+
+    Counts the float64 copy of the (L, H, n, n) input, a few (L, n, n) work
+    arrays, and ~160 bytes per edge of the largest graph solved at once (our
+    CSR arrays plus scipy's int32 residual copies).
+    """
+    top = layer % num_layers + 1
+    edges = max(top - 2, 0) * n * n + 2 * n
+    needed = 8 * num_layers * heads * n * n + 8 * 4 * num_layers * n * n
+    return needed + _BYTES_PER_EDGE * edges, edges
+
+
+@register(
+    "flow",
+    needs={"attentions"},
+    summary="Max flow from the query row through the attention graph to each input token.",
+    reference="Abnar & Zuidema (2020), Quantifying Attention Flow in Transformers.",
+    options=(
+        layer_option("the sources' layer (negative counts from the end)"),
+        Option("normalize", bool, True, "divide the row by its sum (the reference does)"),
+        head_fusion_option(),
+        Option("residual", bool, True, "add the 0.5·I residual (the paper)"),
+        Option(
+            "max_bytes",
+            int,
+            DEFAULT_MAX_BYTES,
+            "refuse (TooLargeError) graphs needing more memory",
+            **AT_LEAST_ONE,
+        ),
+    ),
+)
+def _score_flow(context: ScoreContext) -> tuple[np.ndarray, dict[str, object]]:
+    """Flow of the query row; details: ``raw_values``, ``trivial_bound``, ``at_bound``.
+
+    An encoder–decoder query is a distribution w over encoder rows (see
+    ScoreContext.query_row), so every row's flow is computed and weighted:
+    ``raw_values = w @ F`` and ``trivial_bound = w @ τ``. ``at_bound[j]`` is
+    True when every row with nonzero weight is at its bound for token j,
+    i.e. exactly when the weighted value equals the weighted bound (each
+    term ``F[i, j] ≤ τ[i, j]``, so the sum is at its bound only if each is).
+    """
+    options = context.options_for("flow")
+    weighted = context.query_weights is not None
+    attentions = context.attentions
+    if attentions is None:  # keep="fused": one head-mean map per layer (head_fusion "mean")
+        attentions = context.fused_attentions[:, None]
+    result = attention_flow_result(
+        attentions,
+        layer=options["layer"],
+        rows=None if weighted else [context.query_index],
+        normalize=options["normalize"],
+        head_fusion=options["head_fusion"],
+        residual=options["residual"],
+        max_bytes=options["max_bytes"],
+    )
+    if weighted:
+        rows = np.asarray(context.query_weights) > 0
+        return context.query_row(result.values), {
+            "at_bound": result.at_bound[rows].all(axis=0),
+            "trivial_bound": context.query_row(result.trivial_bound),
+            "raw_values": context.query_row(result.raw_values),
+        }
+    details: dict[str, object] = {
+        "at_bound": result.at_bound[0],
+        "trivial_bound": result.trivial_bound[0],
+        "raw_values": result.raw_values[0],
+    }
+    return result.values[0], details

@@ -1,0 +1,418 @@
+""":func:`explain`: one call from a model, a tokenizer and a text to an Explanation."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, overload
+
+import numpy as np
+
+from attnwidget.capture import (
+    ENCODER,
+    ENCODER_DECODER,
+    IMAGE,
+    AttentionRecord,
+    Item,
+    capture,
+    capture_ready,
+    model_kind,
+)
+from attnwidget.capture.image_inputs import is_image_like
+from attnwidget.capture.kinds import is_bare_encoder
+from attnwidget.capture.run import default_query
+from attnwidget.capture.targets import resolve_query_index
+from attnwidget.capture.tokens import encode, max_length, second_segment_start
+from attnwidget.errors import InputError
+from attnwidget.methods import ScoreContext, available_methods, compute_scores, get_method
+from attnwidget.methods.keep import keep_plan
+from attnwidget.methods.options import resolve_method_options
+from attnwidget.pipeline.image import explain_images
+from attnwidget.pipeline.similarity import explain_embeddings
+from attnwidget.relevance.rerun import TargetScore, target_probability
+from attnwidget.results.explanation import Explanation
+
+#: Methods computed when ``methods=None``: everything one forward+backward gives.
+DEFAULT_METHODS: tuple[str, ...] = ("raw", "rollout", "grad_attention", "input_x_gradient")
+
+
+@overload
+def explain(model: Any, tokenizer: Any, text: str, **kwargs: Any) -> Explanation: ...
+@overload
+def explain(model: Any, tokenizer: Any, text: list[str], **kwargs: Any) -> list[Explanation]: ...
+
+
+def explain(
+    model: Any,
+    tokenizer: Any,
+    text: str | Sequence[str],
+    *,
+    text_pair: str | Sequence[str] | None = None,
+    target: Any = None,
+    methods: Sequence[str] | None = None,
+    query_index: int | None = None,
+    decoder_text: str | None = None,
+    pooling: str | None = None,
+    truncation: bool = False,
+    readable_tokens: bool = True,
+    method_options: dict[str, dict[str, Any]] | None = None,
+    keep: str | None = None,
+) -> Explanation | list[Explanation]:
+    """Run ``model`` once on ``text`` and explain its prediction.
+
+    One forward and one backward pass capture the post-softmax attention of
+    every layer and head (eval mode, eager attention), its gradient with
+    respect to the target score, and the input embeddings and their
+    gradient. The model is left exactly as it was (mode, attention
+    implementation, ``requires_grad`` flags; no hooks, no parameter gradients).
+
+    Args:
+        model: a Hugging Face model with a head: sequence classifier, masked
+            LM, causal LM or encoder–decoder LM; or a bare encoder
+            (``AutoModel``) for sentence embeddings (see ``target`` and
+            ``pooling``). Any device and dtype; methods compute in float32 and
+            return numpy.
+        tokenizer: its tokenizer.
+        text: one text, or a list of texts (returns a list of explanations;
+            inputs are batched by length, so no padding enters any score).
+        text_pair: the second sentence of a pair (or a list of them).
+        target: what to explain. Classifiers: class index or label name
+            (default: the predicted class). Causal LMs: next token as a string
+            or id (default: the predicted next token). Masked LMs: the token at
+            the mask position (default: the predicted one). Encoder–decoder:
+            the next decoder token. A list gives one target per text.
+            Bare encoders (``AutoModel``, sentence embeddings):
+            ``"similarity"`` with ``text_pair`` explains the cosine similarity
+            of the two texts' pooled embeddings, each text run on its own
+            (``exp.pair_tokens``/``exp.pair_scores`` hold the second text's;
+            :mod:`attnwidget.pipeline.similarity`); unset, only the attention
+            methods apply.
+        methods: names of registered methods (default: raw, rollout,
+            grad_attention, input_x_gradient); see
+            :func:`attnwidget.available_methods`.
+        query_index: the row to explain; default CLS (encoder classifiers),
+            the last position (causal LMs), the mask position (masked LMs), the
+            last decoder position (encoder–decoder). A sequence classifier's
+            logit comes from one pooled position (CLS, or the last token of a
+            GPT-2-style classifier) whatever this says, so another row is
+            refused when a method that explains the logit is requested
+            (gradient and re-run methods); attention-only methods (raw,
+            rollout, flow) may read any row.
+        decoder_text: encoder–decoder only: the decoder's prefix (default:
+            just the decoder start token).
+        pooling: bare encoders only: how the last hidden states become the
+            sentence embedding, ``"mean"`` (over all tokens, as
+            sentence-transformers; the default with ``target="similarity"``) or
+            ``"cls"`` (the first token). Without a target it chooses the query
+            of the attention methods (mean: the average of all rows).
+        truncation: cut text longer than the model's maximum length (with a
+            warning) instead of raising.
+        readable_tokens: strip tokenizer markers (``Ġ``, ``##``, ``▁``).
+        method_options: per-method keyword options, e.g.
+            ``{"rollout": {"head_fusion": "max"}, "integrated_gradients": {"steps": 64}}``;
+            :func:`attnwidget.method_info` lists each method's options. They
+            are checked before the model runs: options for a method that is
+            unknown or not in ``methods``, unknown option names and invalid
+            values raise :class:`InputError`. The options used, defaults
+            included, are in ``Explanation.method_options``.
+        keep: what of the attention is kept (:mod:`attnwidget.capture.keep`):
+            ``"all"`` the (L, H, n, n) attention and its gradient; ``"fused"``
+            each layer's head mean (L, n, n) and the query rows; ``"rows"``
+            only rows (L·H·n floats). Reduced inside the backward pass, so the
+            full tensor never exists as numpy. Default (None): ``"all"`` while
+            layers·heads·n² ≤ 2²⁶ floats (256 MiB in float32; e.g. BERT-base
+            up to 512 tokens) or when a method needs it; else ``"fused"``
+            while layers·n² ≤ 2²⁶; else the smallest keep the requested
+            methods work from (raw, grad_attention, rollout and the gradient
+            methods: "rows"; flow: "fused"; head-level methods such as
+            chefer2021, effective_attention, attention_norm: "all"). A method
+            that needs more than an explicit ``keep`` gives an InputError
+            naming it. Llama-style causal LMs run with sdpa under "fused" and
+            "rows" (attention recomputed in blocks: :mod:`attnwidget.capture.recompute`).
+
+    Returns:
+        An :class:`Explanation` (or a list of them for a list of texts).
+
+    Raises:
+        UnknownMethodError: a name in ``methods`` is not registered.
+        InputError: bad text, target, query_index or method_options; the model
+            is left as it was.
+    """
+    if is_bare_encoder(model):  # sentence embeddings: attnwidget.explain_similarity
+        return explain_embeddings(model, tokenizer, text, locals())
+    if pooling is not None or (isinstance(target, str) and target == "similarity"):
+        raise InputError(
+            f"{'pooling' if pooling is not None else 'target=' + repr(target)} is for bare "
+            f"encoders (sentence embeddings), but {type(model).__name__} has a head; load "
+            "the encoder with transformers.AutoModel to explain the similarity of two "
+            "texts' pooled embeddings, or leave it out to explain this model's prediction."
+        )
+    kind = model_kind(model)
+    if kind == IMAGE:
+        return _explain_image(model, tokenizer, text, locals())
+    texts, single = _as_list(text, "text")
+    pairs = _broadcast(text_pair, len(texts), "text_pair")
+    targets = target if isinstance(target, list) else [target] * len(texts)
+    if len(targets) != len(texts):
+        raise InputError(f"{len(targets)} targets for {len(texts)} texts; pass one per text.")
+    if isinstance(methods, str):
+        raise InputError(f"methods={methods!r} is a string; pass a list, e.g. [{methods!r}].")
+    names = list(DEFAULT_METHODS if methods is None else methods)
+    # Unknown names and invalid options fail here, before the model runs.
+    options = resolve_method_options([get_method(name) for name in names], method_options)
+    _check_layer_options(model, options)
+    keep, smallest = keep_plan(keep, [get_method(name) for name in names], options)
+    limit = max_length(model, tokenizer)
+    items = [
+        _item(
+            model,
+            tokenizer,
+            t,
+            p,
+            kind=kind,
+            limit=limit,
+            truncation=truncation,
+            decoder_text=decoder_text,
+        )
+        for t, p in zip(texts, pairs, strict=True)
+    ]
+    if kind == ENCODER and query_index is not None:
+        for item in items:  # rows that cannot be a pooled position fail before the run
+            n = len(item.input_ids)
+            row = resolve_query_index(query_index, 0, n)
+            _check_pooled_row(row, (0, n - 1), names, query_index)
+    explanations: list[Explanation] = []
+    # Each head's values are hooked only for the methods that read them.
+    values = any("head_values" in get_method(name).needs for name in names)
+    with capture_ready(model):
+        # Group consecutive texts sharing a target so each group is one batch.
+        for start, end in _runs(targets):
+            records = capture(
+                model,
+                tokenizer,
+                items[start:end],
+                kind=kind,
+                target=targets[start],
+                query_index=query_index,
+                readable=readable_tokens,
+                values=values,
+                keep=keep,
+                smallest_keep=smallest,
+            )
+            for record in records:
+                if kind == ENCODER:  # the pooled row is known once the model has run
+                    pooled = record.default_query_index
+                    if pooled is None:
+                        ids, first_layer = list(record.input_ids), record.attentions[0]
+                        pooled = default_query(ENCODER, ids, first_layer, tokenizer, 0)
+                    _check_pooled_row(record.query_index, (pooled,), names, query_index)
+            explanations.extend(_explanation(r, names, options) for r in records)
+    return explanations[0] if single else explanations
+
+
+#: Config fields that count a model's (encoder) self-attention layers.
+_LAYER_FIELDS = ("num_hidden_layers", "n_layer", "encoder_layers", "num_layers")
+
+
+def _check_layer_options(model: Any, options: dict[str, dict[str, Any]]) -> None:
+    """A layer-numbered option out of the model's range fails before the run."""
+    start = options.get("chefer2021", {}).get("start_layer")
+    config = getattr(model, "config", None)
+    layers = next(
+        (getattr(config, f) for f in _LAYER_FIELDS if isinstance(getattr(config, f, None), int)),
+        None,
+    )
+    if start is None or layers is None or -layers <= start < layers:
+        return
+    raise InputError(
+        f"method_options['chefer2021']['start_layer']={start} is out of range for a model "
+        f"with {layers} layers; use 0 … {layers - 1} (0: all layers) or -{layers} … -1 "
+        "(-1: the last layer only, the authors' BERT setting)."
+    )
+
+
+def _explain_image(
+    model: Any, processor: Any, images: Any, arguments: dict[str, Any]
+) -> Explanation | list[Explanation]:
+    """The image branch of :func:`explain`: text-only arguments refused, options checked."""
+    text_only = {
+        "text_pair": None,
+        "decoder_text": None,
+        "truncation": False,
+        "readable_tokens": True,
+    }
+    given = [name for name, default in text_only.items() if arguments[name] != default]
+    if given:
+        raise InputError(
+            f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for text models; "
+            f"{type(model).__name__} explains images: explain(model, processor, image)."
+        )
+    if arguments.get("keep") not in (None, "all"):
+        raise InputError(
+            f"keep={arguments['keep']!r} is for text models; image explanations keep "
+            "all attention (leave keep unset or pass keep='all')."
+        )
+    methods = arguments["methods"]
+    if isinstance(methods, str):
+        raise InputError(f"methods={methods!r} is a string; pass a list, e.g. [{methods!r}].")
+    names = list(DEFAULT_METHODS if methods is None else methods)
+    options = resolve_method_options([get_method(n) for n in names], arguments["method_options"])
+    _check_layer_options(model, options)
+    return explain_images(
+        model,
+        processor,
+        images,
+        names=names,
+        options=options,
+        target=arguments["target"],
+        query_index=arguments["query_index"],
+    )
+
+
+def _as_list(value: Any, name: str) -> tuple[list[str], bool]:
+    if is_image_like(value) or (
+        isinstance(value, Sequence) and value and is_image_like(next(iter(value)))
+    ):
+        raise InputError(
+            f"{name} is an image, but this is a text model; explain images with a Vision "
+            "Transformer (e.g. ViTForImageClassification) and its image processor: "
+            "explain(model, processor, image)."
+        )
+    if isinstance(value, str):
+        return [value], True
+    if isinstance(value, Sequence) and value and all(isinstance(v, str) for v in value):
+        return list(value), False
+    if isinstance(value, Sequence) and not value:
+        raise InputError(f"{name} is an empty list; pass at least one text.")
+    raise InputError(f"{name} must be a string or a list of strings, got {type(value).__name__}.")
+
+
+def _broadcast(value: Any, count: int, name: str) -> list[str | None]:
+    if value is None or isinstance(value, str):
+        return [value] * count
+    values = list(value)
+    if len(values) != count:
+        raise InputError(f"{len(values)} values for {name} but {count} texts; pass one per text.")
+    return values
+
+
+def _runs(targets: list[Any]) -> list[tuple[int, int]]:
+    runs, start = [], 0
+    for index in range(1, len(targets) + 1):
+        if index == len(targets) or targets[index] != targets[start]:
+            runs.append((start, index))
+            start = index
+    return runs
+
+
+def _item(
+    model: Any,
+    tokenizer: Any,
+    text: str,
+    pair: str | None,
+    *,
+    kind: str,
+    limit: int | None,
+    truncation: bool,
+    decoder_text: str | None,
+) -> Item:
+    encoding = encode(tokenizer, text, text_pair=pair, limit=limit, truncation=truncation)
+    decoder_ids = None
+    if kind == ENCODER_DECODER:
+        start = getattr(model.config, "decoder_start_token_id", None)
+        if start is None:
+            start = getattr(model.generation_config, "decoder_start_token_id", None)
+        if start is None:
+            raise InputError("the model's config has no decoder_start_token_id; set it.")
+        decoder_ids = [int(start)]
+        if decoder_text:
+            decoder_ids += tokenizer(decoder_text, add_special_tokens=False)["input_ids"]
+    elif decoder_text is not None:
+        raise InputError("decoder_text is only for encoder–decoder models (T5, BART).")
+    return Item(
+        input_ids=list(encoding["input_ids"]),
+        token_type_ids=list(encoding["token_type_ids"]) if "token_type_ids" in encoding else None,
+        sentence_b_start=second_segment_start(encoding) if pair is not None else None,
+        decoder_ids=decoder_ids,
+    )
+
+
+def _check_pooled_row(
+    row: int, pooled: tuple[int, ...], names: list[str], query_index: Any
+) -> None:
+    """Refuse a classifier row other than the pooled one for methods explaining the logit.
+
+    A sequence classifier's logit is computed from one pooled position, so
+    gradient and re-run methods explain that position's prediction whatever
+    ``query_index`` says, while attention methods would read row ``row``: one
+    explanation would mix two meanings.
+    """
+    if row in pooled:
+        return
+    explaining = [name for name in names if get_method(name).explains_target]
+    if not explaining:
+        return
+    readers = [name for name in available_methods() if not get_method(name).explains_target]
+    where = f"position {pooled[0]}" if len(pooled) == 1 else "its first (CLS) or last token"
+    raise InputError(
+        f"query_index={query_index} asks for row {row}, but a sequence classifier computes "
+        f"its logit from one pooled position ({where}); the requested methods that explain "
+        f"the logit ({', '.join(explaining)}) would explain that position, not row {row}, "
+        "so one explanation would mix two meanings. Leave query_index unset to explain the "
+        f"prediction, or request only attention methods ({', '.join(readers)}), which can "
+        "read any row."
+    )
+
+
+def _explanation(
+    record: AttentionRecord, names: list[str], options: dict[str, dict[str, Any]]
+) -> Explanation:
+    full = record.attentions is not None  # keep="all"; else no float64 copies are made
+    context = ScoreContext(
+        attentions=record.attentions.astype(np.float64) if full else None,
+        query_index=record.query_index if record.query_weights is None else 0,
+        attention_grads=record.attention_grads.astype(np.float64) if full else None,
+        embeddings=record.embeddings.astype(np.float64),
+        embedding_grads=record.embedding_grads.astype(np.float64),
+        input_ids=record.input_ids,
+        blank_token_id=record.blank_token_id,
+        keep_mask=~record.special_mask,
+        target_score=None if record.call is None else TargetScore(record.call),
+        target_probability=None if record.call is None else target_probability(record.call),
+        options=options,
+        query_weights=record.query_weights,
+        head_values=None if record.head_values is None else record.head_values.astype(np.float64),
+        head_output_weights=record.head_output_weights,
+        keep=record.keep,
+        fused_attentions=record.fused_attentions,
+        attention_rows=record.attention_rows,
+        rollout_rows=record.rollout_rows,
+        grad_attention_rows=record.grad_attention_rows,
+    )
+    scores, details = compute_scores(names, context)
+    logits = record.logits
+    exponentials = np.exp(logits.astype(np.float64) - logits.max())
+    probabilities = exponentials / exponentials.sum()
+    return Explanation(
+        tokens=record.tokens,
+        attentions=record.attentions,
+        query_index=record.query_index,
+        scores=scores,
+        target=record.target_label,
+        target_id=record.target_id,
+        logits=logits,
+        probabilities=probabilities.astype(np.float32),
+        raw_tokens=record.raw_tokens,
+        input_ids=record.input_ids,
+        sentence_b_start=record.sentence_b_start,
+        kind=record.kind,
+        attention_grads=record.attention_grads,
+        decoder_tokens=record.decoder_tokens,
+        decoder_attentions=record.decoder_attentions,
+        cross_attentions=record.cross_attentions,
+        details=details,
+        method_options={name: dict(values) for name, values in options.items()},
+        target_score=float(record.logits[record.target_id]),
+        keep=record.keep,
+        fused_attentions=record.fused_attentions,
+        attention_rows=record.attention_rows,
+    )

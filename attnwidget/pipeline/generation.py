@@ -1,0 +1,372 @@
+""":func:`explain_generation`: explain a generated text token by token.
+
+Step t explains the t-th generated token given the prompt and the tokens
+generated before it, as Inseq does (Sarti et al. 2023, "Inseq: An
+Interpretability Toolkit for Sequence Generation Models", ACL demo): each step
+is an ordinary :class:`~attnwidget.Explanation`, equal to
+``explain(model, tokenizer, prompt + generated[:t], target=generated[t])``.
+Attention of every step comes from one forward pass over the whole sequence
+(decoder attention is causal, so each step's prefix is the top-left block of
+the full pass); gradients need one backward per step, batched
+(:mod:`attnwidget.capture.generation`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from attnwidget.capture import CAUSAL_LM, ENCODER_DECODER, capture_ready, model_kind
+from attnwidget.capture.generation import StepCapture, capture_steps, check_ids, decode
+from attnwidget.capture.run import Item
+from attnwidget.capture.tokens import encode, max_length, token_label
+from attnwidget.errors import InputError, ModelNotSupportedError
+from attnwidget.methods import ScoreContext, compute_scores, get_method
+from attnwidget.methods.options import resolve_method_options
+from attnwidget.pipeline.explain import DEFAULT_METHODS, _explanation
+from attnwidget.results.explanation import Explanation
+
+#: What a method may read for the decoder-prefix scores of an encoder–decoder.
+_PREFIX_NEEDS = frozenset({"attentions", "attention_grads", "embedding_grads"})
+
+
+@dataclass
+class GenerationExplanation:
+    """Scores of every generated token over the tokens before it.
+
+    T generated tokens (steps). Causal LMs: the columns of :attr:`scores` are
+    the prompt's tokens followed by the generated ones but the last
+    (``tokens``, N = len(prompt_tokens) + T - 1); step t sees the first
+    ``prefix_lengths[t] = len(prompt_tokens) + t`` of them, and its row holds
+    NaN beyond that (ragged rows in one float32 (T, N) array). Encoder–decoder
+    models: the columns are the source tokens (every step sees all of them).
+
+    Attributes:
+        prompt_tokens, prompt_ids: the prompt as the model read it (special
+            tokens included; for encoder–decoders the source).
+        generated_tokens, generated_ids: the T generated tokens (readable) and ids.
+        tokens: the column labels of ``scores`` (see above).
+        scores: method -> float32 (T, len(tokens)); NaN where a step has no
+            such position. Row t equals ``step(t).scores[method]``.
+        source_scores: method -> float32 (T, len(prompt_tokens)): the prompt's
+            (source's) part of each row.
+        prefix_tokens: the decoder-prefix positions: causal LMs the generated
+            tokens but the last; encoder–decoders the decoder start token then
+            the generated tokens but the last (T positions).
+        prefix_scores: method -> float32 (T, len(prefix_tokens)), NaN beyond a
+            step's prefix: the contribution of the tokens generated before
+            (causal LMs: the rest of each row of ``scores``). Encoder–decoders:
+            the same method run on the decoder's self-attention and the
+            gradient at the decoder's input embeddings, kept apart from the
+            source's contribution through cross-attention; only methods that
+            need nothing else (raw, rollout, flow, grad_attention,
+            input_x_gradient) have prefix scores.
+        prefix_lengths: columns of ``scores`` (causal) or ``prefix_scores``
+            (encoder–decoder) that step t sees.
+        probabilities: float32 (T,), each generated token's probability at its step.
+        kind: "causal-lm" or "encoder-decoder".
+        methods: the method names, in order.
+        text: the generated text (decoded).
+        raw_tokens, special_mask: the tokenizer's own strings of the columns
+            (``tokens``) and which of them are special tokens.
+        steps: the T per-step explanations (:meth:`step`).
+    """
+
+    prompt_tokens: list[str]
+    prompt_ids: np.ndarray
+    generated_tokens: list[str]
+    generated_ids: np.ndarray
+    tokens: list[str]
+    scores: dict[str, np.ndarray]
+    source_scores: dict[str, np.ndarray]
+    prefix_tokens: list[str]
+    prefix_scores: dict[str, np.ndarray]
+    prefix_lengths: list[int]
+    probabilities: np.ndarray
+    kind: str
+    methods: list[str]
+    text: str
+    raw_tokens: list[str] = field(default_factory=list)
+    special_mask: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    steps: list[Explanation] = field(repr=False, default_factory=list)
+
+    @property
+    def num_steps(self) -> int:
+        return len(self.generated_tokens)
+
+    def step(self, t: int) -> Explanation:
+        """Step t (negative counts from the end) as an ordinary :class:`Explanation`.
+
+        Its scores are those of ``explain(model, tokenizer, prompt +
+        generated[:t], target=generated[t])`` (encoder–decoders:
+        ``decoder_text=generated[:t]``), usable in every view.
+        """
+        if isinstance(t, bool) or not isinstance(t, (int, np.integer)):
+            raise InputError(f"step index must be an int, got {type(t).__name__}.")
+        if not -self.num_steps <= t < self.num_steps:
+            raise InputError(f"step {t} is out of range for {self.num_steps} generated tokens.")
+        return self.steps[int(t)]
+
+    def __len__(self) -> int:
+        return self.num_steps
+
+    def __repr__(self) -> str:
+        return (
+            f"GenerationExplanation(kind={self.kind!r}, prompt={len(self.prompt_tokens)} tokens, "
+            f"generated={self.generated_tokens!r}, methods=[{', '.join(self.methods)}])"
+        )
+
+
+def explain_generation(
+    model: Any,
+    tokenizer: Any,
+    prompt: str,
+    *,
+    max_new_tokens: int = 20,
+    generated: str | Sequence[int] | None = None,
+    methods: Sequence[str] | None = None,
+    method_options: dict[str, dict[str, Any]] | None = None,
+    do_sample: bool = False,
+    seed: int | None = None,
+    readable_tokens: bool = True,
+) -> GenerationExplanation:
+    """Generate a continuation of ``prompt`` and explain every generated token.
+
+    Args:
+        model: a causal LM (GPT-2, Llama-style, ``attnwidget.demo.load("sva-causal")``)
+            or an encoder–decoder LM (T5, BART).
+        tokenizer: its tokenizer.
+        prompt: the text to continue (encoder–decoders: the source text).
+        max_new_tokens: at most this many tokens are generated (greedy or
+            sampled); generation stops early after an end-of-sequence token.
+        generated: force this continuation instead of generating: a text
+            (tokenised on its own, without special tokens) or a list of token
+            ids; ``max_new_tokens`` is then not used.
+        methods: registered method names (default: :data:`attnwidget.DEFAULT_METHODS`).
+        method_options: per-method options, checked as in :func:`attnwidget.explain`.
+        do_sample: sample each token from the model's softmax (temperature 1,
+            no top-k or top-p) instead of taking the argmax.
+        seed: seeds the sampler's own ``torch.Generator`` (same seed, same
+            text); None uses torch's global generator.
+        readable_tokens: strip tokenizer markers (``Ġ``, ``##``, ``▁``).
+
+    Every step keeps its own attention and attention gradients, as
+    :func:`attnwidget.explain` with ``keep="all"`` does: T steps of an
+    L-layer, H-head model over prefixes of up to N tokens hold about
+    2·T·L·H·N² float32 values, and each gradient batch runs
+    :data:`attnwidget.capture.generation.STEP_BATCH` copies of the sequence
+    at once. For long prompts or large models explain fewer steps (force a
+    shorter ``generated``) or call ``explain`` on the steps of interest.
+
+    Returns:
+        A :class:`GenerationExplanation`.
+
+    Raises:
+        InputError: empty prompt, ``max_new_tokens`` < 1, a forced
+            continuation that is empty or holds invalid ids, a sequence longer
+            than the model accepts, bad options.
+        UnknownMethodError: a name in ``methods`` is not registered.
+        ModelNotSupportedError: the model does not generate text (a classifier,
+            a masked LM or a bare encoder).
+    """
+    kind = model_kind(model)
+    if kind not in (CAUSAL_LM, ENCODER_DECODER):
+        raise ModelNotSupportedError(
+            f"{type(model).__name__} does not generate text, so there are no generation steps "
+            "to explain; use a causal LM (AutoModelForCausalLM: GPT-2, Llama) or an "
+            "encoder–decoder LM (AutoModelForSeq2SeqLM: T5, BART), or explain one prediction "
+            "with attnwidget.explain(model, tokenizer, text)."
+        )
+    if not isinstance(prompt, str):
+        raise InputError(f"prompt must be a string, got {type(prompt).__name__}.")
+    if not prompt.strip():
+        raise InputError("prompt is empty; pass the text to continue.")
+    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, (int, np.integer)):
+        raise InputError(f"max_new_tokens must be an int, got {type(max_new_tokens).__name__}.")
+    if max_new_tokens < 1:
+        raise InputError(f"max_new_tokens={max_new_tokens}; generate at least 1 token.")
+    if isinstance(methods, str):
+        raise InputError(f"methods={methods!r} is a string; pass a list, e.g. [{methods!r}].")
+    names = list(DEFAULT_METHODS if methods is None else methods)
+    options = resolve_method_options([get_method(name) for name in names], method_options)
+    limit = max_length(model, tokenizer)
+    encoding = encode(tokenizer, prompt, text_pair=None, limit=limit, truncation=False)
+    item = _prompt_item(model, encoding, kind)
+    forced = _forced_ids(tokenizer, generated, _vocab_size(model, tokenizer))
+    budget = len(forced) if forced is not None else int(max_new_tokens)
+    used = len(item.input_ids) if kind == CAUSAL_LM else 1
+    if limit is not None and used + budget - 1 > limit:
+        raise InputError(
+            f"the prompt ({used} tokens) and {budget} new tokens need {used + budget - 1} "
+            f"positions but the model accepts at most {limit}; shorten the prompt or lower "
+            "max_new_tokens."
+        )
+    gradients = any(get_method(name).explains_target for name in names)
+    values = any("head_values" in get_method(name).needs for name in names)
+    with capture_ready(model):
+        if forced is None:
+            forced = decode(
+                model,
+                item,
+                kind=kind,
+                max_new_tokens=int(max_new_tokens),
+                stop_ids=_stop_ids(model, tokenizer),
+                do_sample=bool(do_sample),
+                seed=seed,
+            )
+        captured = capture_steps(
+            model,
+            tokenizer,
+            item,
+            forced,
+            kind=kind,
+            gradients=gradients,
+            values=values,
+            readable=readable_tokens,
+        )
+        steps = [_explanation(c.record, names, options) for c in captured]
+    for explanation in steps:
+        if not gradients:  # none was taken: do not show zeros as gradients
+            explanation.attention_grads = None
+    return _assemble(tokenizer, kind, item, forced, steps, captured, names, options, gradients)
+
+
+def _prompt_item(model: Any, encoding: Any, kind: str) -> Item:
+    types = encoding.get("token_type_ids")
+    item = Item(list(encoding["input_ids"]), None if types is None else list(types), None)
+    if kind == ENCODER_DECODER:
+        start = getattr(model.config, "decoder_start_token_id", None)
+        if start is None:
+            start = getattr(model.generation_config, "decoder_start_token_id", None)
+        if start is None:
+            raise InputError("the model's config has no decoder_start_token_id; set it.")
+        item.decoder_ids = [int(start)]
+    return item
+
+
+def _vocab_size(model: Any, tokenizer: Any) -> int:
+    embeddings = model.get_input_embeddings()
+    return int(getattr(embeddings, "num_embeddings", len(tokenizer)))
+
+
+def _forced_ids(tokenizer: Any, generated: Any, vocab: int) -> list[int] | None:
+    if generated is None:
+        return None
+    if isinstance(generated, str):
+        if not generated:
+            raise InputError("generated is empty; pass the continuation to explain or None.")
+        ids = list(tokenizer(generated, add_special_tokens=False)["input_ids"])
+        if not ids:
+            raise InputError(f"generated={generated!r} encodes to no token.")
+        return ids
+    ids = check_ids(list(generated), vocab, "generated")
+    if not ids:
+        raise InputError("generated is an empty list; pass at least one token id or None.")
+    return ids
+
+
+def _stop_ids(model: Any, tokenizer: Any) -> list[int]:
+    value = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    if value is None:
+        value = getattr(tokenizer, "eos_token_id", None)
+    if value is None:
+        return []
+    return [int(v) for v in (value if isinstance(value, (list, tuple)) else [value])]
+
+
+def _prefix_scores(
+    capture: StepCapture, names: list[str], options: dict[str, dict[str, Any]]
+) -> dict[str, np.ndarray]:
+    """Encoder–decoders: each method on the decoder's self-attention and its own inputs."""
+    record = capture.record
+    grads = capture.decoder_attention_grads
+    context = ScoreContext(
+        attentions=record.decoder_attentions.astype(np.float64),
+        query_index=record.query_index,
+        attention_grads=None if grads is None else grads.astype(np.float64),
+        embeddings=capture.decoder_embeddings.astype(np.float64),
+        embedding_grads=(
+            None
+            if capture.decoder_embedding_grads is None
+            else capture.decoder_embedding_grads.astype(np.float64)
+        ),
+        input_ids=np.asarray(capture.decoder_ids),
+        options={name: options[name] for name in names},
+    )
+    return compute_scores(names, context)[0]
+
+
+def _assemble(
+    tokenizer: Any,
+    kind: str,
+    item: Item,
+    generated: list[int],
+    steps: list[Explanation],
+    captured: list[StepCapture],
+    names: list[str],
+    options: dict[str, dict[str, Any]],
+    gradients: bool,
+) -> GenerationExplanation:
+    count = len(generated)
+    generated_tokens = [token_label(i, tokenizer) for i in generated]
+    probabilities = np.array([float(s.probabilities[s.target_id]) for s in steps], dtype=np.float32)
+    n_prompt = len(item.input_ids)
+    column = steps[-1] if kind == CAUSAL_LM else steps[0]  # its tokens are the columns
+    if kind == CAUSAL_LM:
+        tokens = list(steps[-1].tokens)
+        lengths = [n_prompt + t for t in range(count)]
+        scores = {name: _ragged([s.scores[name] for s in steps], len(tokens)) for name in names}
+        source = {name: matrix[:, :n_prompt].copy() for name, matrix in scores.items()}
+        prefix = {name: matrix[:, n_prompt:].copy() for name, matrix in scores.items()}
+        prefix_tokens = tokens[n_prompt:]
+        prefix_lengths = lengths
+    else:
+        tokens = list(steps[0].tokens)
+        lengths = [n_prompt] * count
+        scores = {name: np.stack([s.scores[name] for s in steps]) for name in names}
+        source = {name: matrix.copy() for name, matrix in scores.items()}
+        readers = [
+            name
+            for name in names
+            if get_method(name).needs <= _PREFIX_NEEDS
+            and (gradients or not get_method(name).explains_target)
+        ]
+        rows = [_prefix_scores(c, readers, options) for c in captured]
+        prefix = {name: _ragged([r[name] for r in rows], count) for name in readers}
+        prefix_tokens = list(steps[-1].decoder_tokens or [])
+        prefix_lengths = [t + 1 for t in range(count)]
+    return GenerationExplanation(
+        prompt_tokens=list(steps[0].tokens[:n_prompt]),
+        prompt_ids=np.asarray(item.input_ids, dtype=np.int64),
+        generated_tokens=generated_tokens,
+        generated_ids=np.asarray(generated, dtype=np.int64),
+        tokens=tokens,
+        scores=scores,
+        source_scores=source,
+        prefix_tokens=prefix_tokens,
+        prefix_scores=prefix,
+        prefix_lengths=prefix_lengths if kind == ENCODER_DECODER else lengths,
+        probabilities=probabilities,
+        kind=kind,
+        methods=names,
+        text=tokenizer.decode(generated, skip_special_tokens=False),
+        raw_tokens=list(column.raw_tokens or tokens),
+        special_mask=np.array(
+            tokenizer.get_special_tokens_mask(
+                list(column.input_ids), already_has_special_tokens=True
+            ),
+            dtype=bool,
+        ),
+        steps=steps,
+    )
+
+
+def _ragged(rows: list[np.ndarray], width: int) -> np.ndarray:
+    """Rows of growing length as one float32 (len(rows), width) array, NaN beyond each."""
+    out = np.full((len(rows), width), np.nan, dtype=np.float32)
+    for t, row in enumerate(rows):
+        out[t, : len(row)] = row
+    return out

@@ -1,0 +1,93 @@
+""":func:`attnwidget.explain` for Vision Transformers: images in, patch scores out.
+
+:func:`attnwidget.explain` sends image classifiers here. The methods are the
+text methods, run on the image's tokens (special ones first, then one per
+patch); the special tokens (CLS, distillation, registers) are not explained,
+so their scores are set to 0 and views and heat maps leave them out
+(:meth:`attnwidget.Explanation.patch_scores`, :meth:`~attnwidget.Explanation.heatmap`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from attnwidget.capture import AttentionRecord, capture_ready
+from attnwidget.capture.image import capture_images, check_image_model
+from attnwidget.capture.image_inputs import as_image_list, prepare_image
+from attnwidget.errors import InputError
+from attnwidget.methods import ScoreContext, compute_scores
+from attnwidget.relevance.rerun_image import ImageTargetScore
+from attnwidget.results.explanation import Explanation
+
+
+def explain_images(
+    model: Any,
+    processor: Any,
+    images: Any,
+    *,
+    names: list[str],
+    options: dict[str, dict[str, Any]],
+    target: Any = None,
+    query_index: int | None = None,
+) -> Explanation | list[Explanation]:
+    """Explain ``images`` (one or a list) with ``names``; see :func:`attnwidget.explain`."""
+    check_image_model(model)
+    items, single = as_image_list(images)
+    targets = target if isinstance(target, list) else [target] * len(items)
+    if len(targets) != len(items):
+        raise InputError(f"{len(targets)} targets for {len(items)} images; pass one per image.")
+    prepared = [prepare_image(item, processor, index=i) for i, item in enumerate(items)]
+    explanations = []
+    with capture_ready(model):
+        for item, item_target in zip(prepared, targets, strict=True):
+            (record,) = capture_images(model, [item], target=item_target, query_index=query_index)
+            explanations.append(_explanation(record, names, options))
+    return explanations[0] if single else explanations
+
+
+def _explanation(
+    record: AttentionRecord, names: list[str], options: dict[str, dict[str, Any]]
+) -> Explanation:
+    target = None if record.call is None else ImageTargetScore(record.call)
+    context = ScoreContext(
+        attentions=record.attentions.astype(np.float64),
+        query_index=record.query_index,
+        attention_grads=record.attention_grads.astype(np.float64),
+        embeddings=record.embeddings.astype(np.float64),
+        embedding_grads=record.embedding_grads.astype(np.float64),
+        keep_mask=~record.special_mask,
+        target_score=target,
+        target_probability=None if target is None else target.probability,
+        options=options,
+        pixels=None if target is None else target.pixel_values.astype(np.float64),
+        black_pixels=record.black_pixels,
+        patch_size=record.patch_size,
+    )
+    scores, details = compute_scores(names, context)
+    for values in scores.values():  # special tokens are not explained
+        values[record.special_mask] = 0.0
+    logits = record.logits.astype(np.float64)
+    probabilities = np.exp(logits - logits.max())
+    probabilities /= probabilities.sum()
+    return Explanation(
+        tokens=record.tokens,
+        attentions=record.attentions,
+        query_index=record.query_index,
+        scores=scores,
+        target=record.target_label,
+        target_id=record.target_id,
+        target_score=float(record.logits[record.target_id]),
+        logits=record.logits,
+        probabilities=probabilities.astype(np.float32),
+        raw_tokens=record.raw_tokens,
+        kind="image",
+        attention_grads=record.attention_grads,
+        details=details,
+        method_options={name: dict(values) for name, values in options.items()},
+        image=record.image,
+        patch_grid=record.patch_grid,
+        patch_size=record.patch_size,
+        special_tokens=list(record.special_tokens or []),
+    )

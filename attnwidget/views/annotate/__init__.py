@@ -1,0 +1,1 @@
+"""The Annotator (human rationales in a SQLite store) and AlignmentView."""

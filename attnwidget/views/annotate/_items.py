@@ -1,0 +1,227 @@
+"""The Annotator's items and where they stand in the store.
+
+:func:`coerce_items` turns what a caller hands to
+:class:`~attnwidget.views.annotate.annotator.Annotator` (texts, dicts, a pandas
+DataFrame, a Hugging Face ``datasets.Dataset``) into store
+:class:`~attnwidget.annotations.Item` objects, refusing what cannot be
+annotated with a message that names the fix. :class:`ItemOrder` answers
+"how many are done" and "which is the first not done" for the annotator's
+items, in their order.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from attnwidget.annotations import Annotation, Item, Store
+from attnwidget.annotations import validate as _validate
+from attnwidget.errors import InputError
+
+#: The columns (or keys) an item may have; others are ignored.
+COLUMNS = ("id", "text", "label", "text_pair")
+
+
+def _is_dataframe(items: Any) -> bool:
+    return hasattr(items, "columns") and hasattr(items, "to_dict") and hasattr(items, "index")
+
+
+def _is_dataset(items: Any) -> bool:
+    return hasattr(items, "column_names") and hasattr(items, "features")
+
+
+def _dataset_rows(items: Any) -> list[dict[str, Any]]:
+    """A ``datasets.Dataset``'s rows, with a ClassLabel ``label`` as its names."""
+    names = [c for c in COLUMNS if c in items.column_names]
+    columns = {name: list(items[name]) for name in names}
+    feature = items.features.get("label")
+    if feature is not None and hasattr(feature, "int2str") and "label" in columns:
+        columns["label"] = [
+            None if value is None or value < 0 else feature.int2str(int(value))
+            for value in columns["label"]
+        ]
+    return [{name: columns[name][k] for name in names} for k in range(len(items))]
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def coerce_items(items: Any) -> list[Item]:
+    """Store items from texts, mappings, a DataFrame or a ``datasets.Dataset``.
+
+    A missing id is the item's position (a DataFrame's index value) as a
+    string. Refused, naming the fix: no items, a single text or item not in a
+    list, an item with no text (or only whitespace), repeated ids.
+    """
+    if isinstance(items, (str, bytes)):
+        raise InputError(
+            "items is one string: pass a list of texts, e.g. Annotator([text], ...), "
+            "or of dicts with 'id' and 'text'"
+        )
+    if isinstance(items, (Mapping, Item)):
+        raise InputError("items is one item: wrap it in a list, e.g. Annotator([item], ...)")
+    if _is_dataframe(items):
+        frame = items
+        keys = [str(value) for value in frame.index]
+        rows: list[Any] = frame.to_dict("records")
+        if "text" not in frame.columns:
+            columns = list(map(str, frame.columns))
+            raise InputError(
+                f"the DataFrame has no 'text' column (its columns: {columns}); rename the "
+                "column that holds the texts: df.rename(columns={'review': 'text'})"
+            )
+    elif _is_dataset(items):
+        if "text" not in items.column_names:
+            raise InputError(
+                f"the Dataset has no 'text' column (its columns: {items.column_names}); rename "
+                "the one that holds the texts: ds.rename_column('sentence', 'text')"
+            )
+        rows = _dataset_rows(items)
+        keys = [str(k) for k in range(len(rows))]
+    elif isinstance(items, Iterable):
+        rows = list(items)
+        keys = [str(k) for k in range(len(rows))]
+    else:
+        raise InputError(
+            f"items is a {type(items).__name__}: pass a list of texts or dicts, a pandas "
+            "DataFrame or a datasets.Dataset (columns id, text, label, text_pair)"
+        )
+    if not rows:
+        raise InputError(
+            "items is empty: there is nothing to annotate; pass at least one text, "
+            "e.g. Annotator(['a truly great film'], store=..., annotator=...)"
+        )
+    out: list[Item] = []
+    for position, (key, row) in enumerate(zip(keys, rows, strict=True)):
+        if isinstance(row, str):
+            row = {"id": key, "text": row}
+        elif isinstance(row, Item):
+            row = {"id": row.id, "text": row.text, "label": row.label, "text_pair": row.text_pair}
+        elif isinstance(row, Mapping):
+            row = {name: row[name] for name in COLUMNS if name in row}
+            if _missing(row.get("id")):
+                row["id"] = key
+        else:
+            raise InputError(
+                f"item {position} is a {type(row).__name__}: pass texts (str) or dicts such "
+                "as {'id': 'a1', 'text': 'the words to mark'}"
+            )
+        text = row.get("text")
+        if _missing(text) or (isinstance(text, str) and not text.split()):
+            raise InputError(
+                f"item {position} (id {str(row['id'])!r}) has no text to annotate: give every "
+                "item a 'text' with at least one word, or leave that item out"
+            )
+        out.append(_validate.coerce_item(row, position))
+    seen: dict[str, int] = {}
+    for position, item in enumerate(out):
+        if item.id in seen:
+            raise InputError(
+                f"items {seen[item.id]} and {position} have the same id {item.id!r}: each item "
+                "needs its own id (or leave 'id' out to number them by position)"
+            )
+        seen[item.id] = position
+    return out
+
+
+class ItemOrder:
+    """Progress and the first unannotated item over the annotator's items, in order.
+
+    When the store holds exactly these items in this order (the usual case:
+    the store was made for them), it answers from its indexes
+    (:meth:`Store.progress`, :meth:`Store.first_unannotated`), which also
+    count saves made meanwhile by another process. Otherwise (the items are
+    some of a larger store's, or in another order) the saved ones are looked
+    up once here and counted as this annotator saves.
+    """
+
+    def __init__(self, store: Store, items: list[Item], annotator: str) -> None:
+        self.store = store
+        self.annotator = annotator
+        self.ids = [item.id for item in items]
+        stored = [item.id for item in store.items()]
+        self.aligned = stored == self.ids
+        self._done: set[int] = set()
+        if not self.aligned:
+            self._done = {
+                k
+                for k, ident in enumerate(self.ids)
+                if store.load(ident, annotator=annotator) is not None
+            }
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def mark_done(self, index: int) -> None:
+        """Record that the item at ``index`` was saved."""
+        self._done.add(index)
+
+    def progress(self) -> tuple[int, int]:
+        """``(done, total)`` over these items."""
+        if self.aligned:
+            return self.store.progress(self.annotator)
+        return len(self._done), len(self.ids)
+
+    def first_unannotated(self, start: int = 0) -> int | None:
+        """The first of these items at or after ``start`` not saved yet, or None."""
+        if self.aligned:
+            return self.store.first_unannotated(self.annotator, start=start)
+        return next((k for k in range(start, len(self.ids)) if k not in self._done), None)
+
+
+def open_store(store: Any, labels: Sequence[str] | None) -> Store:
+    wanted = _validate.labels_option(labels)
+    if isinstance(store, Store):
+        if wanted is not None and store.labels is not None and store.labels != wanted:
+            raise InputError(
+                f"the store {store.path} has the labels {store.labels} but labels={wanted}: "
+                f"pass labels={store.labels} (or leave labels out), or use another store"
+            )
+        return store
+    if isinstance(store, (str, Path)):
+        return Store(store, labels=wanted)
+    raise InputError(
+        f"store is a {type(store).__name__}: pass an attnwidget.annotations.Store or a file "
+        "path, e.g. store='rationales.sqlite'"
+    )
+
+
+def choose_labels(
+    labels: Sequence[str] | None, store: Store, model: Any, items: list[Item]
+) -> list[str]:
+    if labels is not None:
+        return list(labels)
+    if store.labels is not None:
+        return store.labels
+    if model is not None and model.labels:
+        return list(model.labels)
+    return list(dict.fromkeys(item.label for item in items if item.label))
+
+
+def item_trait(k: int, item: Item) -> dict[str, Any]:
+    return {
+        "index": k,
+        "id": item.id,
+        "words": list(item.words),
+        "text_pair": item.text_pair or "",
+        "label": item.label or "",
+    }
+
+
+def saved_trait(found: Annotation) -> dict[str, Any]:
+    return {
+        "spans": [list(span) for span in found.spans],
+        "label": found.label or "",
+        "note": found.note or "",
+        "confidence": found.confidence,
+        "revision": found.revision,
+        "saved_at": found.saved_at.isoformat(),
+    }
+
+
+def values_of(saved: dict[str, Any]) -> tuple[Any, ...]:
+    spans = tuple(tuple(span) for span in saved["spans"])
+    return (spans, saved["label"], saved["note"], saved["confidence"])

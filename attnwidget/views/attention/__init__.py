@@ -1,0 +1,1 @@
+"""Attention views: HeadView, ModelView, NeuronView and the bertviz-compatible functions."""

@@ -1,0 +1,2 @@
+"""What every view shares: the widget base, binary buffers, number formats,
+saved pages and the attention stacks' wire format."""

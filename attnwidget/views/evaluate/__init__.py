@@ -1,0 +1,1 @@
+"""EvaluationView: faithfulness and plausibility over a data set."""

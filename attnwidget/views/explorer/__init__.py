@@ -1,0 +1,1 @@
+"""The Explorer and ImageExplorer: the front door that links every view."""

@@ -1,0 +1,1 @@
+"""FlowView: token-to-token paths (rollout, flow, LRP) drawn layer by layer."""

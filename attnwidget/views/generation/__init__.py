@@ -1,0 +1,1 @@
+"""GenerationView: generated tokens, each explained over its prefix."""

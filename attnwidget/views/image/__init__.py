@@ -1,0 +1,1 @@
+"""ImageView: patch maps drawn over the image, for Vision Transformers."""

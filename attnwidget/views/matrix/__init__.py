@@ -1,0 +1,1 @@
+"""AttentionMatrixView: one layer's attention as a zoomable matrix, for long inputs."""

@@ -1,0 +1,1 @@
+"""SaliencyView: tokens coloured by each method's relevance."""

@@ -1,0 +1,1 @@
+"""AttentionCalculator: attention computed step by step, for teaching."""
