@@ -42,8 +42,9 @@ from attnwidget.methods.chefer2021 import chefer2021
 from attnwidget.methods.lrp import lrp
 from attnwidget.methods.rollout import rollout
 from attnwidget.pipeline.explain import DEFAULT_METHODS, explain
-from attnwidget.pipeline.generation import GenerationExplanation, explain_generation
+from attnwidget.pipeline.generation import explain_generation
 from attnwidget.results.explanation import Explanation
+from attnwidget.results.generation import GenerationExplanation
 
 __version__ = "0.1.0"
 

@@ -22,7 +22,7 @@ from test_browser_xss import HOSTILE, MARK, SHOWN_LITERALLY
 from tiny_models import build
 
 import attnwidget
-from attnwidget.pipeline.generation import GenerationExplanation
+from attnwidget.results.generation import GenerationExplanation
 from attnwidget.views import GenerationView
 
 pytestmark = pytest.mark.browser

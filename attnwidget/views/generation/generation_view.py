@@ -76,7 +76,7 @@ class GenerationView(_AttnWidget):
     """Generated tokens (rows) × context tokens (columns), one method at a time.
 
     Args:
-        gexp: a :class:`~attnwidget.pipeline.generation.GenerationExplanation` (from
+        gexp: a :class:`~attnwidget.GenerationExplanation` (from
             :func:`attnwidget.explain_generation`).
         method: the method shown first (default: the first one).
         selected_step: the step selected first (-1: none).
