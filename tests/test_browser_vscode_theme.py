@@ -43,7 +43,7 @@ run time and after switching back to Dark+:
   and for the toolbar's download buttons with the pointer over the view;
 - canvas labels (ModelView's head numbers, FlowView's layer numbers) drawn in
   a colour with that contrast on the background: light on Dark+ and dark on
-  Light+, so the canvas was redrawn on each switch (js/src/host_theme.ts);
+  Light+, so the canvas was redrawn on each switch (js/src/core/host_theme.ts);
 - in Dark+, a toolbar error message (a download the host blocks) reads at
   4.5 too; the page requested nothing from outside and logged no other error.
 """

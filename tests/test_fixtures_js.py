@@ -1,6 +1,6 @@
 """Golden fixtures shared by Python and the JS tests (js/test/fixtures/).
 
-Python writes small examples here and the JS tests (js/test/fixtures.test.ts)
+Python writes small examples here and the JS tests (js/test/core/fixtures.test.ts)
 read them: an attention example with its residual-adjusted maps, the paths
 every path method gives for a few nodes (``compute_paths``), each as the
 ``paths`` reply exactly as the kernel sends it (meta + buffers), wire

@@ -1,44 +1,39 @@
 /**
  * attnwidget's front end: ONE ES module for every view. The Python widget
- * sets the `_view` trait; `render` dispatches on it.
+ * sets the `_view` trait; `render` dispatches on it. One folder per view
+ * family (attention/, matrix/, flow/, saliency/, image/, generation/,
+ * annotate/, evaluate/, teach/), as in attnwidget/views/, and core/ for what
+ * they all share.
  */
 import type { AnyModel, RenderProps } from "@anywidget/types";
 
-import { renderSaliency } from "./saliency";
-// HeadView / ModelView (attention_*.ts, head_view.ts, model_view.ts)
-import { renderHeadView } from "./head_view";
-import { renderModelView } from "./model_view";
-import type { HeadTraits, ModelTraits } from "./attention_types";
-// FlowView (flow_*.ts)
-import { renderFlowView } from "./flow_view";
-import type { FlowTraits } from "./flow_types";
-// ImageView (image_*.ts)
-import { renderImageView } from "./image_view";
-import type { ImageTraits } from "./image_types";
-// EvaluationView (evaluation_*.ts)
-import { renderEvaluationView } from "./evaluation_view";
-import type { EvaluationTraits } from "./evaluation_types";
-// Annotator (annotator*.ts)
-import { renderAnnotator } from "./annotator";
-import type { AnnotatorTraits } from "./annotator_types";
-// AttentionCalculator (calculator_*.ts)
-import { renderCalculator } from "./calculator_view";
-import type { CalculatorTraits } from "./calculator_types";
-// NeuronView (neuron_*.ts)
-import { renderNeuronView } from "./neuron_view";
-import type { NeuronTraits } from "./neuron_types";
-// AlignmentView (alignment_*.ts)
-import { renderAlignmentView } from "./alignment_view";
-import type { AlignmentTraits } from "./alignment_types";
-// GenerationView (generation_*.ts)
-import { renderGenerationView } from "./generation_view";
-import type { GenerationTraits } from "./generation_types";
-// AttentionMatrixView (matrix_*.ts)
-import { renderMatrixView } from "./matrix_view";
-import type { MatrixTraits } from "./matrix_types";
-import { mountWhenReady, renderStandalone as renderPayload, type StandaloneView } from "./standalone";
-import { withToolbar } from "./toolbar";
-import type { BaseTraits, SaliencyTraits } from "./types";
+import { renderSaliency } from "./saliency/saliency_view";
+// attention/: HeadView, ModelView, NeuronView
+import { renderHeadView } from "./attention/head_view";
+import { renderModelView } from "./attention/model_view";
+import type { HeadTraits, ModelTraits } from "./attention/attention_types";
+import { renderFlowView } from "./flow/flow_view";
+import type { FlowTraits } from "./flow/flow_types";
+import { renderImageView } from "./image/image_view";
+import type { ImageTraits } from "./image/image_types";
+import { renderEvaluationView } from "./evaluate/evaluation_view";
+import type { EvaluationTraits } from "./evaluate/evaluation_types";
+import { renderAnnotator } from "./annotate/annotator_view";
+import type { AnnotatorTraits } from "./annotate/annotator_types";
+import { renderCalculator } from "./teach/calculator_view";
+import type { CalculatorTraits } from "./teach/calculator_types";
+import { renderNeuronView } from "./attention/neuron_view";
+import type { NeuronTraits } from "./attention/neuron_types";
+import { renderAlignmentView } from "./annotate/alignment_view";
+import type { AlignmentTraits } from "./annotate/alignment_types";
+import { renderGenerationView } from "./generation/generation_view";
+import type { GenerationTraits } from "./generation/generation_types";
+import { renderMatrixView } from "./matrix/matrix_view";
+import type { MatrixTraits } from "./matrix/matrix_types";
+import { mountWhenReady, renderStandalone as renderPayload, type StandaloneView } from "./core/standalone";
+import { withToolbar } from "./core/toolbar";
+import type { BaseTraits } from "./core/types";
+import type { SaliencyTraits } from "./saliency/saliency_types";
 
 type Cleanup = () => void;
 type ViewRenderer = (props: { model: AnyModel<any>; el: HTMLElement }) => Cleanup | void;

@@ -9,7 +9,7 @@ attention of output step t over the input tokens. It takes the
 highlight its row and column (both ways: an output token lights its row, an
 input token its column); click one to select it.
 
-Message schema (traits synced with ``js/src/alignment_types.ts``
+Message schema (traits synced with ``js/src/annotate/alignment_types.ts``
 ``AlignmentTraits``). m output steps, n input tokens:
 
 ===================  ===========  ============================================

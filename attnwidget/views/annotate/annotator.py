@@ -1,6 +1,6 @@
 """Annotator: mark human rationales by hand, each save written to a Store at once.
 
-Message schema (traits synced with ``js/src/annotator_types.ts``
+Message schema (traits synced with ``js/src/annotate/annotator_types.ts``
 ``AnnotatorTraits``; tests/test_fixtures_js.py and the JS tests check that
 both name the same traits). The current item has n words:
 

@@ -1,6 +1,6 @@
 """HeadView: lines from each token to the tokens it attends to, one colour per head.
 
-Message schema (traits synced with ``js/src/attention_types.ts``
+Message schema (traits synced with ``js/src/attention/attention_types.ts``
 ``HeadTraits``; tests/test_fixtures_js.py and the JS tests check that both
 name the same traits). Wire format, chunks and the lazy-loading messages are
 described in :mod:`attnwidget.views.attention._shared`.

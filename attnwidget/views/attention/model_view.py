@@ -1,6 +1,6 @@
 """ModelView: every layer × head as a thumbnail; click one to enlarge it.
 
-Message schema (traits synced with ``js/src/attention_types.ts``
+Message schema (traits synced with ``js/src/attention/attention_types.ts``
 ``ModelTraits``; tests/test_fixtures_js.py and the JS tests check that both
 name the same traits). ``tokens``, ``decoder_tokens``, ``matrices``,
 ``sentence_b_start``, ``preload``, ``preload_index``, ``theme``, ``matrix``

@@ -9,7 +9,7 @@ grouped-query heads); for rotary models (Su et al. 2021) the page shows q and
 k before and after rotation, and the products, scores and weights are made
 of the rotated ones, as in the model.
 
-Message schema (traits synced with ``js/src/neuron_types.ts``
+Message schema (traits synced with ``js/src/attention/neuron_types.ts``
 ``NeuronTraits``). H heads, n tokens, head size d. The arrays are ONE layer's
 (``data_layer``): Python sends the layer shown and replaces them when
 ``layer`` changes (a saved page, ``to_html``, holds the layer it was saved

@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 WIDGET_OPTIONS: tuple[str, ...] = ("layout", "tabbable", "tooltip")
 
 #: The built front end (a build artefact: ignored by git, shipped in wheels).
-BUNDLE = Path(__file__).resolve().parent.parent / "static" / "widget.js"
+BUNDLE = Path(__file__).resolve().parents[2] / "static" / "widget.js"
 
 
 class BundleMissingError(AttnWidgetError, FileNotFoundError):

@@ -4,7 +4,7 @@ Arrays never travel as JSON lists of floats: a view puts them in a ``bytes``
 trait or a custom message's buffers (ipywidgets/anywidget send ``bytes``/
 ``memoryview`` values as binary buffers beside the JSON part), described by a
 *wire meta* ``{"dtype", "shape"}`` (plus ``"scale"`` for rescaled float16).
-Values are little-endian, C order. ``js/src/buffers.ts`` ``decodeArray`` is
+Values are little-endian, C order. ``js/src/core/buffers.ts`` ``decodeArray`` is
 the one decoder on the page.
 
 dtypes

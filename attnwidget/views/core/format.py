@@ -1,6 +1,6 @@
 """Numbers as a person reads them in the views: ``0.419``, not ``0.41894618``.
 
-The same rules as the front end's ``js/src/format.ts`` (the golden fixture
+The same rules as the front end's ``js/src/core/format.ts`` (the golden fixture
 ``js/test/fixtures/format.json``, written by tests/test_fixtures_js.py, holds
 both to the same text); full precision stays in the Python values.
 

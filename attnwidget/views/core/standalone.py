@@ -13,9 +13,9 @@ A page holds three things:
   ``<script type="application/json" data-attnwidget-reply="<model_id>"
   data-match="{request keys}">`` *after* the bundle;
 - nothing else: when the bundle loads it draws a view after each state block
-  on an in-page model (``js/src/standalone.ts``), through the same ``render``
+  on an in-page model (``js/src/core/standalone.ts``), through the same ``render``
   Jupyter uses, so clicks and hovers work in the file. A request the page
-  sends is answered from the recorded replies (``js/src/replies.ts``) as the
+  sends is answered from the recorded replies (``js/src/core/replies.ts``) as the
   kernel would have answered it.
 
 Why the replies come last and the bundle is ``async``: an inline module runs
@@ -26,7 +26,7 @@ request comes, so opening the page never pays for the attention it does not
 show.
 
 The payload layout (``format`` = :data:`PAYLOAD_FORMAT`) is read by
-``js/src/localmodel.ts``; keep both in sync::
+``js/src/core/localmodel.ts``; keep both in sync::
 
     {"format": "attnwidget-state/1", "model_id": "...",
      "state": {trait: json value, ...},
@@ -52,16 +52,16 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from attnwidget.views.core.base import RecordedReply, _AttnWidget
 
-#: Identifier of the payload layout (js/src/localmodel.ts PAYLOAD_FORMAT).
+#: Identifier of the payload layout (js/src/core/localmodel.ts PAYLOAD_FORMAT).
 PAYLOAD_FORMAT = "attnwidget-state/1"
-#: Attribute marking a state block (js/src/standalone.ts STATE_ATTRIBUTE).
+#: Attribute marking a state block (js/src/core/standalone.ts STATE_ATTRIBUTE).
 STATE_ATTRIBUTE = "data-attnwidget-state"
 #: Attribute marking the inlined bundle, so a page can carry it only once.
 BUNDLE_ATTRIBUTE = "data-attnwidget-bundle"
 #: The opening tag of the inlined bundle (scripts/run_notebook.py finds it by this).
 BUNDLE_OPEN_TAG = f'<script type="module" async {BUNDLE_ATTRIBUTE}>'
 #: Attribute marking a recorded reply; its value is the widget's model id
-#: (js/src/replies.ts REPLY_ATTRIBUTE).
+#: (js/src/core/replies.ts REPLY_ATTRIBUTE).
 REPLY_ATTRIBUTE = "data-attnwidget-reply"
 #: Environment variable: when set (not "" or "0"), views add a ``text/html``
 #: standalone rendering to their display data (for static notebook exports).

@@ -1,7 +1,7 @@
 """EvaluationView: an evaluation's method × metric table, its intervals, and the
 examples behind each cell.
 
-Message schema (traits synced with ``js/src/evaluation_types.ts``
+Message schema (traits synced with ``js/src/evaluate/evaluation_types.ts``
 ``EvaluationTraits``; tests/test_fixtures_js.py and the JS tests check that
 both name the same traits). M methods, K metrics, N examples:
 

@@ -2,7 +2,7 @@
 their schemas as ``TypedDict``s, the ``paths`` reply's encoding, and the
 view's side of the exchange (``_FlowMessages``, a base of FlowView), with
 what a saved page (``to_html``) embeds since no kernel answers it there. The
-page's side is ``js/src/flow_messages.ts``; the golden fixtures
+page's side is ``js/src/flow/flow_messages.ts``; the golden fixtures
 (tests/test_fixtures_js.py) hold a reply exactly as sent here, and the JS
 tests decode it.
 

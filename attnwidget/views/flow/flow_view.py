@@ -19,7 +19,7 @@ shows it. On the decoder stack only raw, rollout and flow are offered: the
 gradients and relevance that grad_attention, chefer2021 and lrp need are
 captured for the encoder's attention only.
 
-Message schema (traits synced with ``js/src/flow_types.ts`` ``FlowTraits``;
+Message schema (traits synced with ``js/src/flow/flow_types.ts`` ``FlowTraits``;
 tests/test_fixtures_js.py and the JS tests check that both name the same
 traits). L attention layers, n tokens, both of the shown stack:
 

@@ -10,7 +10,7 @@ flow diagram, lines from each context token to the generated token as wide
 and opaque as its share of the row's largest score. ``aggregate="words"``
 sums subword scores to words (columns only; rows stay tokens).
 
-Message schema (traits synced with ``js/src/generation_types.ts``
+Message schema (traits synced with ``js/src/generation/generation_types.ts``
 ``GenerationTraits``). M methods, T steps, N columns:
 
 =====================  ===========  ==========================================

@@ -1,6 +1,6 @@
 """ImageView: a Vision Transformer's explanation drawn over its image.
 
-Message schema (traits synced with ``js/src/image_types.ts`` ``ImageTraits``;
+Message schema (traits synced with ``js/src/image/image_types.ts`` ``ImageTraits``;
 tests/test_fixtures_js.py and the JS tests check that both name the same
 traits). m methods, a (rows, cols) patch grid of P patches, L layers, H heads;
 the query maps and their chunks are described in

@@ -7,7 +7,7 @@ Only what is in view travels, at the resolution it is drawn at, so a
 4,096-token matrix (16.8 M weights) opens with an 8 KB overview and never
 sends a message over 8 MiB.
 
-Message schema (traits synced with ``js/src/matrix_types.ts``
+Message schema (traits synced with ``js/src/matrix/matrix_types.ts``
 ``MatrixTraits``). n tokens, L layers, H heads (0 when only the head mean is
 kept):
 

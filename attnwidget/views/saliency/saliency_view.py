@@ -1,6 +1,6 @@
 """SaliencyView: the input tokens coloured by each method's scores.
 
-Message schema (traits synced with ``js/src/types.ts`` ``SaliencyTraits``;
+Message schema (traits synced with ``js/src/saliency/saliency_types.ts`` ``SaliencyTraits``;
 tests/test_fixtures_js.py and the JS tests check that both name the same
 traits). m methods (rows), n tokens (columns):
 

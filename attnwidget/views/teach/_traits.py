@@ -5,7 +5,7 @@ page as one JSON object with its bytes beside it,
 ``{"dtype": "float64", "shape": [...], "data": <binary buffer>}``, so bytes and
 shape travel together and can never drift apart (ipywidgets splits the
 ``data`` bytes out as a binary buffer; no float ever goes through JSON). The
-page sends edits back in the same form (``js/src/calculator_state.ts``).
+page sends edits back in the same form (``js/src/teach/calculator_state.ts``).
 
 The trait accepts any array of numbers, of any shape, NaN included: what a
 learner typed is kept as it is, and the checks that explain what is wrong

@@ -18,7 +18,7 @@ sequence, T ≤ 0 ...) sets :attr:`~AttentionCalculator.error` to the
 :class:`~attnwidget.errors.InputError`'s message, which the page shows, and
 leaves the last good steps as they were.
 
-Message schema (traits synced with ``js/src/calculator_types.ts``
+Message schema (traits synced with ``js/src/teach/calculator_types.ts``
 ``CalculatorTraits``). Arrays are :class:`FloatArray` traits: on the wire one
 object ``{"dtype": "float64", "shape": [...], "data": <binary buffer>}``
 (see :mod:`attnwidget.views.teach._traits`); m queries, n keys, d the

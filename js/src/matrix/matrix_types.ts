@@ -1,0 +1,74 @@
+/**
+ * AttentionMatrixView's traits and messages (Python:
+ * attnwidget/views/matrix/matrix_view.py, whose module docstring is the
+ * message schema; tiles and levels: attnwidget/views/matrix/_tiles.py).
+ * MATRIX_TRAITS is checked against Python's trait names by
+ * test/matrix.test.ts (through the fixture Python writes).
+ */
+import type { WireMeta } from "../core/buffers";
+import type { BaseTraits, Binary } from "../core/types";
+
+/** "mean": the mean over the layer's heads. */
+export type Head = number | "mean";
+
+export interface MatrixTraits extends BaseTraits {
+  _view: "matrix";
+  /** n tokens: rows are queries, columns keys (text, never HTML). */
+  tokens: string[];
+  /** [L, H, n]; H = 0 when only the head mean is kept. */
+  shape: number[];
+  /** "attentions" or "fused_attentions". */
+  kept: string;
+  /** Cells per tile side. */
+  tile_size: number;
+  /** [rows, cols] of each level, level 0 (every token) first. */
+  levels: number[][];
+  /** Bumps when the drawn matrix changes; tile requests and replies carry it. */
+  version: number;
+  /** The coarsest level as float16 (overview_meta). */
+  overview: Binary | null;
+  overview_meta: WireMeta;
+  /** [lo, hi] of the colour scale. */
+  value_range: number[];
+  caption: string;
+  /** Why another view shows this one instead ("" for none). */
+  notice: string;
+  /** Synced both ways. */
+  layer: number;
+  /** Synced both ways. */
+  head: Head;
+  /** "max" or "mean": how coarse levels pool. */
+  pool: string;
+  /** "linear" or "log" (synced). */
+  color_scale: string;
+  /** The pinned query row, -1 for none (synced). */
+  selected_row: number;
+}
+
+/** Every trait of MatrixTraits (the JS tests compare them with Python's). */
+export const MATRIX_TRAITS: readonly (keyof MatrixTraits)[] = [
+  "_view", "tokens", "shape", "kept", "tile_size", "levels", "version", "overview", "overview_meta",
+  "value_range", "caption", "notice", "layer", "head", "pool", "color_scale", "selected_row",
+];
+
+/** page -> kernel: the tiles of one level the page lacks. */
+export interface TileRequest {
+  type: "tiles";
+  version: number;
+  level: number;
+  tiles: [number, number][];
+}
+
+/** One tile of a reply: its place and its buffer's wire meta. */
+export interface TileInfo extends WireMeta {
+  i: number;
+  j: number;
+}
+
+/** kernel -> page: tiles, one buffer each, in order. */
+export interface TileReply {
+  type: "tiles";
+  version: number;
+  level: number;
+  tiles: TileInfo[];
+}
