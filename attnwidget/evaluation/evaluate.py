@@ -19,7 +19,7 @@ from attnwidget.evaluation.metrics_registry import resolve_metrics
 from attnwidget.evaluation.result import EvaluationResult
 from attnwidget.evaluation.results_file import ResultsFile
 from attnwidget.methods import get_method
-from attnwidget.methods.options import resolve_method_options
+from attnwidget.methods.registry import resolve_method_options
 
 
 def evaluate(

@@ -18,7 +18,13 @@ from attnwidget.methods.blank_out import blank_out
 from attnwidget.methods.flow.flow import attention_flow
 from attnwidget.methods.grad_attention import grad_attention
 from attnwidget.methods.gradients import input_x_gradient, integrated_gradients
-from attnwidget.methods.options import Option, resolve_method_options
+
+# isort: split
+# Registers input_x_gradient and integrated_gradients here, in registration order.
+from attnwidget.methods import gradient_methods as _gradient_methods  # noqa: F401
+
+# isort: split
+from attnwidget.methods.options import Option
 from attnwidget.methods.raw import raw_attention
 from attnwidget.methods.registry import (
     MethodInfo,
@@ -28,6 +34,7 @@ from attnwidget.methods.registry import (
     get_method,
     method_info,
     register,
+    resolve_method_options,
 )
 
 __all__ = [
@@ -110,7 +117,7 @@ def method_context(specs: Sequence[MethodSpec], context: ScoreContext) -> ScoreC
 
     Raises :class:`InputError` for options of unknown or unrequested methods,
     unknown option names and invalid values (see
-    :func:`~attnwidget.methods.options.resolve_method_options`).
+    :func:`~attnwidget.methods.registry.resolve_method_options`).
     """
     options = resolve_method_options(specs, context.options)
     return dataclasses.replace(context, options=options)

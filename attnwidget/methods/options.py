@@ -13,13 +13,14 @@ exactly what was used.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from attnwidget.errors import InputError
+from attnwidget.methods.graph import HEAD_FUSIONS
 
 if TYPE_CHECKING:
     from attnwidget.methods.registry import MethodSpec
@@ -149,41 +150,6 @@ def resolve_options(spec: MethodSpec, given: Any) -> dict[str, Any]:
     }
 
 
-def resolve_method_options(
-    specs: Sequence[MethodSpec], method_options: Any
-) -> dict[str, dict[str, Any]]:
-    """Check ``method_options`` for the requested methods ``specs``; fill defaults.
-
-    Returns ``{name: complete options}`` for every requested method. Raises
-    :class:`InputError` for a non-dict, options for a method that is not
-    registered or not requested (they would be silently unused), unknown
-    option names and invalid values.
-    """
-    from attnwidget.methods.registry import available_methods  # local: registry imports this module
-
-    if method_options is None:
-        method_options = {}
-    if not isinstance(method_options, Mapping):
-        raise InputError(
-            "method_options must be a dict mapping method names to dicts of options, e.g. "
-            '{"rollout": {"head_fusion": "max"}}; got ' + type(method_options).__name__ + "."
-        )
-    requested = [spec.name for spec in specs]
-    for name in method_options:
-        if name not in available_methods():
-            raise InputError(
-                f"method_options names an unknown method {name!r}; known methods: "
-                f"{', '.join(available_methods())}."
-            )
-        if name not in requested:
-            raise InputError(
-                f"method_options has options for {name!r}, which is not among the requested "
-                f"methods ({', '.join(requested) or 'none'}); add {name!r} to methods=[...] "
-                "or drop its options (they would be ignored)."
-            )
-    return {spec.name: resolve_options(spec, method_options.get(spec.name)) for spec in specs}
-
-
 def layer_option(doc: str, default: int = -1) -> Option:
     """The ``layer`` option of the attention-graph methods (negative counts from the end)."""
     return Option("layer", int, default, doc)
@@ -191,10 +157,6 @@ def layer_option(doc: str, default: int = -1) -> Option:
 
 def head_fusion_option() -> Option:
     """The ``head_fusion`` option: how heads are fused into one map per layer."""
-    from attnwidget.methods.graph import (
-        HEAD_FUSIONS,  # local: _graph is not needed to declare options
-    )
-
     return Option("head_fusion", str, "mean", "how heads are fused", choices=HEAD_FUSIONS)
 
 

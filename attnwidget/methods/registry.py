@@ -10,13 +10,13 @@ method declares its keyword options (:class:`~attnwidget.methods.options.Option`
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from attnwidget.errors import UnknownMethodError
+from attnwidget.errors import InputError, UnknownMethodError
 from attnwidget.methods.options import Option, resolve_options
 
 
@@ -293,3 +293,36 @@ def method_info(name: str) -> MethodInfo:
     keys ``method_options={"rollout": {...}}`` accepts.
     """
     return get_method(name).info()
+
+
+def resolve_method_options(
+    specs: Sequence[MethodSpec], method_options: Any
+) -> dict[str, dict[str, Any]]:
+    """Check ``method_options`` for the requested methods ``specs``; fill defaults.
+
+    Returns ``{name: complete options}`` for every requested method. Raises
+    :class:`InputError` for a non-dict, options for a method that is not
+    registered or not requested (they would be silently unused), unknown
+    option names and invalid values.
+    """
+    if method_options is None:
+        method_options = {}
+    if not isinstance(method_options, Mapping):
+        raise InputError(
+            "method_options must be a dict mapping method names to dicts of options, e.g. "
+            '{"rollout": {"head_fusion": "max"}}; got ' + type(method_options).__name__ + "."
+        )
+    requested = [spec.name for spec in specs]
+    for name in method_options:
+        if name not in available_methods():
+            raise InputError(
+                f"method_options names an unknown method {name!r}; known methods: "
+                f"{', '.join(available_methods())}."
+            )
+        if name not in requested:
+            raise InputError(
+                f"method_options has options for {name!r}, which is not among the requested "
+                f"methods ({', '.join(requested) or 'none'}); add {name!r} to methods=[...] "
+                "or drop its options (they would be ignored)."
+            )
+    return {spec.name: resolve_options(spec, method_options.get(spec.name)) for spec in specs}

@@ -17,7 +17,6 @@ from attnwidget.capture import (
     capture_ready,
     model_kind,
 )
-from attnwidget.capture.image_inputs import is_image_like
 from attnwidget.capture.kinds import is_bare_encoder
 from attnwidget.capture.run import default_query
 from attnwidget.capture.targets import resolve_query_index
@@ -25,8 +24,9 @@ from attnwidget.capture.tokens import encode, max_length, second_segment_start
 from attnwidget.errors import InputError
 from attnwidget.methods import ScoreContext, available_methods, compute_scores, get_method
 from attnwidget.methods.keep import keep_plan
-from attnwidget.methods.options import resolve_method_options
+from attnwidget.methods.registry import resolve_method_options
 from attnwidget.pipeline.image import explain_images
+from attnwidget.pipeline.inputs import as_text_list, broadcast, check_layer_options
 from attnwidget.pipeline.similarity import explain_embeddings
 from attnwidget.relevance.rerun import TargetScore, target_probability
 from attnwidget.results.explanation import Explanation
@@ -149,8 +149,8 @@ def explain(
     kind = model_kind(model)
     if kind == IMAGE:
         return _explain_image(model, tokenizer, text, locals())
-    texts, single = _as_list(text, "text")
-    pairs = _broadcast(text_pair, len(texts), "text_pair")
+    texts, single = as_text_list(text, "text")
+    pairs = broadcast(text_pair, len(texts), "text_pair")
     targets = target if isinstance(target, list) else [target] * len(texts)
     if len(targets) != len(texts):
         raise InputError(f"{len(targets)} targets for {len(texts)} texts; pass one per text.")
@@ -159,7 +159,7 @@ def explain(
     names = list(DEFAULT_METHODS if methods is None else methods)
     # Unknown names and invalid options fail here, before the model runs.
     options = resolve_method_options([get_method(name) for name in names], method_options)
-    _check_layer_options(model, options)
+    check_layer_options(model, options)
     keep, smallest = keep_plan(keep, [get_method(name) for name in names], options)
     limit = max_length(model, tokenizer)
     items = [
@@ -209,27 +209,6 @@ def explain(
     return explanations[0] if single else explanations
 
 
-#: Config fields that count a model's (encoder) self-attention layers.
-_LAYER_FIELDS = ("num_hidden_layers", "n_layer", "encoder_layers", "num_layers")
-
-
-def _check_layer_options(model: Any, options: dict[str, dict[str, Any]]) -> None:
-    """A layer-numbered option out of the model's range fails before the run."""
-    start = options.get("chefer2021", {}).get("start_layer")
-    config = getattr(model, "config", None)
-    layers = next(
-        (getattr(config, f) for f in _LAYER_FIELDS if isinstance(getattr(config, f, None), int)),
-        None,
-    )
-    if start is None or layers is None or -layers <= start < layers:
-        return
-    raise InputError(
-        f"method_options['chefer2021']['start_layer']={start} is out of range for a model "
-        f"with {layers} layers; use 0 … {layers - 1} (0: all layers) or -{layers} … -1 "
-        "(-1: the last layer only, the authors' BERT setting)."
-    )
-
-
 def _explain_image(
     model: Any, processor: Any, images: Any, arguments: dict[str, Any]
 ) -> Explanation | list[Explanation]:
@@ -256,7 +235,7 @@ def _explain_image(
         raise InputError(f"methods={methods!r} is a string; pass a list, e.g. [{methods!r}].")
     names = list(DEFAULT_METHODS if methods is None else methods)
     options = resolve_method_options([get_method(n) for n in names], arguments["method_options"])
-    _check_layer_options(model, options)
+    check_layer_options(model, options)
     return explain_images(
         model,
         processor,
@@ -266,33 +245,6 @@ def _explain_image(
         target=arguments["target"],
         query_index=arguments["query_index"],
     )
-
-
-def _as_list(value: Any, name: str) -> tuple[list[str], bool]:
-    if is_image_like(value) or (
-        isinstance(value, Sequence) and value and is_image_like(next(iter(value)))
-    ):
-        raise InputError(
-            f"{name} is an image, but this is a text model; explain images with a Vision "
-            "Transformer (e.g. ViTForImageClassification) and its image processor: "
-            "explain(model, processor, image)."
-        )
-    if isinstance(value, str):
-        return [value], True
-    if isinstance(value, Sequence) and value and all(isinstance(v, str) for v in value):
-        return list(value), False
-    if isinstance(value, Sequence) and not value:
-        raise InputError(f"{name} is an empty list; pass at least one text.")
-    raise InputError(f"{name} must be a string or a list of strings, got {type(value).__name__}.")
-
-
-def _broadcast(value: Any, count: int, name: str) -> list[str | None]:
-    if value is None or isinstance(value, str):
-        return [value] * count
-    values = list(value)
-    if len(values) != count:
-        raise InputError(f"{len(values)} values for {name} but {count} texts; pass one per text.")
-    return values
 
 
 def _runs(targets: list[Any]) -> list[tuple[int, int]]:

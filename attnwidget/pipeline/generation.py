@@ -24,7 +24,7 @@ from attnwidget.capture.run import Item
 from attnwidget.capture.tokens import encode, max_length, token_label
 from attnwidget.errors import InputError, ModelNotSupportedError
 from attnwidget.methods import ScoreContext, compute_scores, get_method
-from attnwidget.methods.options import resolve_method_options
+from attnwidget.methods.registry import resolve_method_options
 from attnwidget.pipeline.explain import DEFAULT_METHODS, _explanation
 from attnwidget.results.explanation import Explanation
 from attnwidget.results.generation import GenerationExplanation

@@ -42,7 +42,8 @@ from attnwidget.capture.targets import resolve_query_index
 from attnwidget.capture.tokens import encode, max_length
 from attnwidget.errors import InputError
 from attnwidget.methods import ScoreContext, compute_scores, get_method
-from attnwidget.methods.options import resolve_method_options
+from attnwidget.methods.registry import resolve_method_options
+from attnwidget.pipeline.inputs import as_text_list, broadcast, check_layer_options
 from attnwidget.relevance.similarity import SimilarityScore
 from attnwidget.results.explanation import Explanation
 
@@ -56,7 +57,6 @@ def explain_embeddings(
     model: Any, tokenizer: Any, text: Any, arguments: dict[str, Any]
 ) -> Explanation | list[Explanation]:
     """The bare-encoder branch of :func:`attnwidget.explain` (``arguments``: its locals)."""
-    from attnwidget.pipeline.explain import _as_list, _broadcast, _check_layer_options
 
     name = type(model).__name__
     if arguments.get("keep") not in (None, "all"):
@@ -71,8 +71,8 @@ def explain_embeddings(
         arguments.get("pooling"),
         arguments.get("query_index"),
     )
-    texts, single = _as_list(text, "text")
-    pairs = _broadcast(arguments.get("text_pair"), len(texts), "text_pair")
+    texts, single = as_text_list(text, "text")
+    pairs = broadcast(arguments.get("text_pair"), len(texts), "text_pair")
     methods = arguments.get("methods")
     if isinstance(methods, str):
         raise InputError(f"methods={methods!r} is a string; pass a list, e.g. [{methods!r}].")
@@ -85,7 +85,7 @@ def explain_embeddings(
     names = list(defaults if methods is None else methods)
     specs = [get_method(n) for n in names]  # unknown names fail here
     options = resolve_method_options(specs, arguments.get("method_options"))
-    _check_layer_options(model, options)
+    check_layer_options(model, options)
     if not similarity:
         _check_attention_only(name, [s.name for s in specs if s.explains_target])
     if pooling == "mean" and options.get("attention_norm", {}).get("heads_combined"):

@@ -218,7 +218,7 @@ class Explanation:
         """
         # local: the methods package imports this module's dependencies
         from attnwidget.methods import compute_scores, get_method
-        from attnwidget.methods.options import resolve_method_options
+        from attnwidget.methods.registry import resolve_method_options
 
         names = list(methods or ())
         options = resolve_method_options([get_method(name) for name in names], method_options)
