@@ -7,7 +7,6 @@ from ``js/src/index.ts`` by esbuild; its ``render`` dispatches on the synced
 
 from __future__ import annotations
 
-import difflib
 import inspect
 import logging
 import os
@@ -18,6 +17,7 @@ from typing import Any
 import anywidget
 import traitlets
 
+from attnwidget._keywords import unknown_keywords_message
 from attnwidget.errors import AttnWidgetError
 
 log = logging.getLogger(__name__)
@@ -172,13 +172,4 @@ def constructor_options(cls: type[_AttnWidget]) -> list[str]:
 
 
 def _unknown_kwargs_message(cls: type[_AttnWidget], unknown: list[str]) -> str:
-    valid = constructor_options(cls)
-    hints = []
-    for name in unknown:
-        close = difflib.get_close_matches(name, valid, n=1)
-        hints.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
-    word = "argument" if len(unknown) == 1 else "arguments"
-    return (
-        f"{cls.__name__}() got unexpected keyword {word} {', '.join(hints)}; it takes: "
-        f"{', '.join(valid)}."
-    )
+    return unknown_keywords_message(cls.__name__, unknown, constructor_options(cls))
