@@ -252,8 +252,15 @@ h1 { font-size: 1.1rem; font-weight: 600; margin: 0 0 12px 0; }
 def page(widget: _AttnWidget, *, title: str | None = None) -> str:
     """A complete HTML document that shows the widget with no kernel and no network."""
     name = title if title is not None else f"attnwidget {type(widget).__name__}"
-    bundle = bundle_script(widget_bundle(widget))
     view, replies = exported(widget)
+    heading = f"<h1>{html.escape(name)}</h1>" if title is not None else ""
+    return document(name, [heading, view], bundle_script(widget_bundle(widget)), replies)
+
+
+def document(
+    title: str, body: list[str], bundle: str, replies: list[str], *, css: str = ""
+) -> str:
+    """The locked-down page around ``body`` (views' blocks), the bundle, then the replies."""
     # The page may run only its own bundle (by hash) and load nothing at all:
     # even if some text slipped through as markup it could neither run nor fetch.
     policy = "; ".join(
@@ -274,12 +281,11 @@ def page(widget: _AttnWidget, *, title: str | None = None) -> str:
             '<meta charset="utf-8">',
             f'<meta http-equiv="Content-Security-Policy" content="{policy}">',
             '<meta name="viewport" content="width=device-width, initial-scale=1">',
-            f"<title>{html.escape(name)}</title>",
-            f"<style>{_PAGE_CSS}</style>",
+            f"<title>{html.escape(title)}</title>",
+            f"<style>{_PAGE_CSS}{css}</style>",
             "</head>",
             "<body>",
-            f"<h1>{html.escape(name)}</h1>" if title is not None else "",
-            view,
+            *body,
             bundle,
             *replies,
             "</body>",
