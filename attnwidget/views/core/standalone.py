@@ -257,9 +257,7 @@ def page(widget: _AttnWidget, *, title: str | None = None) -> str:
     return document(name, [heading, view], bundle_script(widget_bundle(widget)), replies)
 
 
-def document(
-    title: str, body: list[str], bundle: str, replies: list[str], *, css: str = ""
-) -> str:
+def document(title: str, body: list[str], bundle: str, replies: list[str], *, css: str = "") -> str:
     """The locked-down page around ``body`` (views' blocks), the bundle, then the replies."""
     # The page may run only its own bundle (by hash) and load nothing at all:
     # even if some text slipped through as markup it could neither run nor fetch.
