@@ -225,8 +225,8 @@ def _capture_chunk(
             wrt = [embeds, *self_attn]
             if decoder_embeds is not None:
                 wrt += [decoder_embeds, *decoder_attn]
-            got = torch.autograd.grad(chosen.sum(), wrt, allow_unused=True)
-            got = [torch.zeros_like(w) if g is None else g for w, g in zip(wrt, got, strict=True)]
+            found = torch.autograd.grad(chosen.sum(), wrt, allow_unused=True)
+            got = [torch.zeros_like(w) if g is None else g for w, g in zip(wrt, found, strict=True)]
             layers = len(self_attn)
             grads["embeds"] = detached_numpy(got[0])
             grads["attn"] = np.stack([detached_numpy(g) for g in got[1 : 1 + layers]], axis=1)
@@ -258,6 +258,7 @@ def _capture_chunk(
             target_id, logits_np[k], kind=kind, model=model, tokenizer=tokenizer
         )
         if kind == ENCODER_DECODER:
+            assert full.decoder_ids is not None  # an encoder–decoder item has its decoder ids
             n, m = len(full.input_ids), step + 1  # the whole source; the decoder prefix
             step_item = Item(full.input_ids, full.token_type_ids, None, full.decoder_ids[:m])
         else:
@@ -290,6 +291,8 @@ def _capture_chunk(
             record.head_output_weights = head_outputs
         capture = StepCapture(record)
         if kind == ENCODER_DECODER:
+            assert full.decoder_ids is not None and dec_embeds_np is not None
+            assert dec_attn is not None and cross is not None  # stacked above
             decoder_ids = list(full.decoder_ids[:m])
             raw = tokenizer.convert_ids_to_tokens(decoder_ids)
             specials = set(tokenizer.all_special_ids)

@@ -179,6 +179,7 @@ def _capture_one(
     special_mask = np.zeros(n, dtype=bool)
     special_mask[:specials] = True
     single = {k: (v.detach() if isinstance(v, torch.Tensor) else v) for k, v in kwargs.items()}
+    assert item.black_pixels is not None  # ImageInput.__post_init__ fills it
     record = AttentionRecord(
         kind=IMAGE,
         input_ids=np.zeros(0, dtype=np.int64),

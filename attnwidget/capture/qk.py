@@ -114,7 +114,8 @@ class QueryKeys:
 
 def _linear(module: Any, *names: str) -> list[torch.nn.Linear] | None:
     found = [getattr(module, name, None) for name in names]
-    return found if all(isinstance(m, torch.nn.Linear) for m in found) else None
+    linear = [m for m in found if isinstance(m, torch.nn.Linear)]
+    return linear if len(linear) == len(found) else None
 
 
 def _is_conv1d(module: Any) -> bool:
@@ -133,9 +134,12 @@ def _scale(module: Any, head_dim: int) -> float:
     return scale
 
 
-def _layout(name: str, module: torch.nn.Module, config: Any) -> QKLayout | None:
-    """The layout of ``module`` if it is one self-attention layer read here."""
-    inner = getattr(module, "self", None)
+def _layout(name: str, torch_module: torch.nn.Module, config: Any) -> QKLayout | None:
+    """The layout of ``torch_module`` if it is one self-attention layer read here."""
+    # Each family keeps its sizes and projections as plain attributes, which
+    # nn.Module's __getattr__ types as Tensor | Module: read them untyped.
+    module: Any = torch_module
+    inner: Any = getattr(module, "self", None)
     if not name.endswith("crossattention") and _linear(inner, "query", "key", "value"):
         kind = getattr(inner, "position_embedding_type", None) or getattr(
             config, "position_embedding_type", "absolute"
@@ -203,7 +207,8 @@ def qk_layouts(model: torch.nn.Module) -> list[QKLayout]:
     Raises :class:`ModelNotSupportedError` naming the first attention module
     whose layout is not read.
     """
-    layouts, unread = [], []
+    layouts: list[QKLayout] = []
+    unread: list[str] = []
     for name, module in model.named_modules():
         if any(name.startswith(f"{known.name}.") for known in layouts):
             continue
@@ -329,7 +334,10 @@ def query_keys(model: Any, tokenizer: Any, text: str) -> QueryKeys:
     inputs = {k: v.to(device) for k, v in encoded.items() if k in takes or k == "input_ids"}
     with capture_ready(model), torch.no_grad(), _Recorder(layouts) as recorder:
         model(**inputs)
-    qs, ks, q_rot, k_rot = [], [], [], []
+    qs: list[np.ndarray] = []
+    ks: list[np.ndarray] = []
+    q_rot: list[np.ndarray] = []
+    k_rot: list[np.ndarray] = []
     for index, layout in enumerate(layouts):
         q, k = recorder.q[index], recorder.k[index]
         if q is None or k is None:

@@ -82,7 +82,7 @@ class _QKVRecorder(_Recorder):
     def __enter__(self) -> _QKVRecorder:
         super().__enter__()
         for index, layout in enumerate(self.layouts):
-            module = layout.module
+            module: Any = layout.module  # a Llama-style attention: v_proj, o_proj
             self.handles.append(module.v_proj.register_forward_hook(self._values(index)))
             self.handles.append(module.o_proj.register_forward_pre_hook(self._output(index)))
         return self

@@ -82,7 +82,7 @@ class AttentionRecord:
     attentions: np.ndarray | None
     attention_grads: np.ndarray | None
     embeddings: np.ndarray
-    embedding_grads: np.ndarray
+    embedding_grads: np.ndarray | None  # None for an attention-only similarity record
     logits: np.ndarray
     target_id: int
     target_label: Any

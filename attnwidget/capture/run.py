@@ -175,6 +175,8 @@ def default_query(
         return ids.index(mask_id)
     # Classifiers: CLS first for bidirectional encoders; a causal backbone
     # (e.g. GPT-2 classifier) pools the last token instead.
+    if attention is None:
+        raise TypeError("default_query: a classifier's row needs its first layer's attention.")
     causal = n > 1 and float(np.triu(attention[0], k=1).max()) < 1e-9
     return n - 1 if causal else 0
 
@@ -265,20 +267,25 @@ def _capture_group(
         )
 
         decoder_length = len(batch[0].decoder_ids or ())
-        query_rows, target_ids, labels, default_rows = [], [], [], []
+        query_rows: list[int] = []
+        target_ids: list[int] = []
+        labels: list[str] = []
+        default_rows: list[int | None] = []
         logits = outputs.logits
         for b, item in enumerate(batch):
             limit = decoder_length if kind == ENCODER_DECODER else n
             first = None if first_layer is None else first_layer[b]
-            default_rows.append(
-                None
-                if kind == MASKED_LM and query_index is not None
-                else default_query(kind, item.input_ids, first, tokenizer, decoder_length)
-            )
             if query_index is None:
-                query_rows.append(default_rows[-1])
+                row = default_query(kind, item.input_ids, first, tokenizer, decoder_length)
+                default_rows.append(row)
             else:
-                query_rows.append(resolve_query_index(query_index, 0, limit))
+                default_rows.append(
+                    None
+                    if kind == MASKED_LM
+                    else default_query(kind, item.input_ids, first, tokenizer, decoder_length)
+                )
+                row = resolve_query_index(query_index, 0, limit)
+            query_rows.append(row)
         rows = torch.tensor(query_rows, device=device)
         scores = query_logits(logits, kind, rows).float()
         if not torch.isfinite(scores).all():
@@ -346,6 +353,7 @@ def _capture_group(
             record.head_values = head_values[b]
             record.head_output_weights = head_outputs
         if kind == ENCODER_DECODER:
+            assert decoder_attn is not None and cross_attn is not None  # stacked above
             decoder_ids = item.decoder_ids or []
             dec_raw = tokenizer.convert_ids_to_tokens(decoder_ids)
             record.decoder_tokens = [

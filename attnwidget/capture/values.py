@@ -26,7 +26,7 @@ Any other layout raises :class:`ModelNotSupportedError` naming the module.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -62,7 +62,8 @@ class ValueLayout:
 
     def output_slices(self) -> np.ndarray:
         """float32 (H, d_v, d): each head's rows of W_O in ``x @ W`` orientation."""
-        weight = self.output.weight.detach().float().cpu()
+        # nn.Module.__getattr__ is typed Tensor | Module; a projection's weight is a Parameter.
+        weight = cast(torch.Tensor, self.output.weight).detach().float().cpu()
         weight = weight.T if self.output_is_linear else weight  # (H·d_v, d)
         if weight.shape[0] != self.heads * self.head_dim:
             raise ModelNotSupportedError(
@@ -74,16 +75,21 @@ class ValueLayout:
 
 def _linear(module: Any, *names: str) -> list[torch.nn.Linear] | None:
     found = [getattr(module, name, None) for name in names]
-    return found if all(isinstance(m, torch.nn.Linear) for m in found) else None
+    linear = [m for m in found if isinstance(m, torch.nn.Linear)]
+    return linear if len(linear) == len(found) else None
 
 
 def _is_conv1d(module: Any) -> bool:
     return type(module).__name__ == "Conv1D" and getattr(module, "weight", None) is not None
 
 
-def _layout(name: str, module: torch.nn.Module) -> ValueLayout | None:
-    """The layout of ``module`` if it is one attention layer this module can read."""
-    inner, out = getattr(module, "self", None), getattr(module, "output", None)
+def _layout(name: str, torch_module: torch.nn.Module) -> ValueLayout | None:
+    """The layout of ``torch_module`` if it is one attention layer this module can read."""
+    # Each family keeps its sizes and projections as plain attributes, which
+    # nn.Module's __getattr__ types as Tensor | Module: read them untyped.
+    module: Any = torch_module
+    inner: Any = getattr(module, "self", None)
+    out: Any = getattr(module, "output", None)
     if (
         not name.endswith("crossattention")
         and _linear(inner, "query", "key", "value")
