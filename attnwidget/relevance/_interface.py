@@ -8,13 +8,21 @@ interface), so a stock model switches to it with
 4.53, but the BERT family calls its attention through them only from 5.0
 (seen: on 4.57 an LRP pass never reaches the registered function), so the
 relevance engines need transformers 5. Every other method works on the older
-versions the package declares, so ``import attnwidget`` must not fail there:
-at import, registration is tried with ``required=False``; each engine calls it
-again with ``required=True`` when it is used, which names the version needed.
+versions the package declares, so ``import attnwidget`` must not fail there.
+
+Registration happens when an engine is first used, not at import:
+``transformers.AttentionInterface`` lives in ``transformers.modeling_utils``,
+whose import pulls in the model-loading machinery (seconds), which
+``import attnwidget`` would otherwise pay whether or not LRP ever runs. Each
+engine calls :func:`register_attention` with ``required=True`` before a pass,
+which names the transformers version needed; the first successful call per
+name registers, under a lock (two threads starting a pass at once register
+once), and later calls return at once.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -47,6 +55,21 @@ def register_attention(name: str, function: Callable[..., Any], *, required: boo
     :class:`ModelNotSupportedError` names the version the relevance methods
     need; without it the call returns False.
     """
+    with _LOCK:
+        if _REGISTERED.get(name) is function:
+            return True
+        registered = _register(name, function, required=required)
+        if registered:
+            _REGISTERED[name] = function
+        return registered
+
+
+#: Names registered in this process, with the function registered under each.
+_REGISTERED: dict[str, Callable[..., Any]] = {}
+_LOCK = threading.Lock()
+
+
+def _register(name: str, function: Callable[..., Any], *, required: bool) -> bool:
     import transformers
 
     installed = transformers.__version__

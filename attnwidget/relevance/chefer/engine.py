@@ -79,8 +79,6 @@ from attnwidget.relevance.chefer.inline import resolve
 from attnwidget.relevance.chefer.leaves import ALPHA_BETA, UNCHANGED, LeafRule, paper_rules
 from attnwidget.relevance.chefer.rules import NODE_NAMES, alpha_beta, pass_through
 
-register(required=False)  # transformers<5: attnwidget imports, the pass refuses
-
 #: Autograd nodes whose plain gradient moves, selects or sums relevance
 #: correctly: permutations, selections, reshapes, concatenation and fan-out.
 STRUCTURAL = frozenset(

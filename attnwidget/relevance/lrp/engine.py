@@ -29,8 +29,6 @@ from attnwidget.relevance.lrp.families import Installer, install_rules, roles
 from attnwidget.relevance.lrp.inline import InlineRules
 from attnwidget.relevance.lrp.rules import DEFAULT_EPSILON
 
-register(required=False)  # transformers<5: attnwidget imports, LRP refuses models
-
 
 @dataclass
 class Probe:
