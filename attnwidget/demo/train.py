@@ -29,12 +29,8 @@ with attention; see :mod:`attnwidget.demo.train_seq2seq`.
 from __future__ import annotations
 
 import argparse
-import json
-import math
 import sys
 import time
-from collections.abc import Iterator
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
@@ -50,6 +46,21 @@ from transformers import (
 
 from attnwidget.demo import grammar
 from attnwidget.demo.tokenizer import MAX_LENGTH, build_tokenizer
+from attnwidget.demo.training import (
+    LABELS,
+    MODELS_DIR,
+    TrainSettings,
+    accuracy,
+    batch_indices,
+    evaluate,
+    metric_lines,
+    model_card,
+    optimizer_and_schedule,
+    pad_rows,
+    predictions,
+    save,
+    set_determinism,
+)
 
 __all__ = [
     "MODELS_DIR",
@@ -64,28 +75,7 @@ __all__ = [
     "train_model",
 ]
 
-MODELS_DIR = Path(__file__).resolve().parent / "models"
-LABELS = ("singular", "plural")
 _KIND = {"sva-encoder": "encoder", "sva-causal": "causal"}
-
-
-@dataclass(frozen=True)
-class TrainSettings:
-    """Hyper-parameters of one training run (the defaults built the shipped models)."""
-
-    seed: int = 0
-    steps: int = 1500
-    batch_size: int = 64
-    n_train: int = 40_000
-    lr: float = 2e-3
-    warmup: int = 200
-    weight_decay: float = 0.01
-
-
-def _set_determinism(seed: int, threads: int = 1) -> None:
-    torch.manual_seed(seed)
-    torch.set_num_threads(threads)
-    torch.use_deterministic_algorithms(True)
 
 
 def build_model(name: str, tokenizer: PreTrainedTokenizerFast) -> PreTrainedModel:
@@ -126,16 +116,6 @@ def build_model(name: str, tokenizer: PreTrainedTokenizerFast) -> PreTrainedMode
     raise ValueError(f"unknown demo model {name!r}; expected one of {sorted(_KIND)}")
 
 
-def _pad(rows: list[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
-    width = max(len(r) for r in rows)
-    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(rows), width), dtype=torch.long)
-    for i, r in enumerate(rows):
-        ids[i, : len(r)] = torch.tensor(r)
-        mask[i, : len(r)] = 1
-    return ids, mask
-
-
 def _encode_training_data(
     name: str, tokenizer: PreTrainedTokenizerFast, sentences: list[grammar.Sentence]
 ) -> tuple[list[list[int]], list[int]]:
@@ -167,47 +147,11 @@ def train_model(
     deterministic = torch.are_deterministic_algorithms_enabled()
     try:
         with torch.random.fork_rng(devices=[]):  # leave the caller's RNG state alone
-            _set_determinism(settings.seed)
+            set_determinism(settings.seed)
             return _train(name, settings, log_every)
     finally:
         torch.set_num_threads(threads)
         torch.use_deterministic_algorithms(deterministic)
-
-
-def optimizer_and_schedule(
-    model: PreTrainedModel, settings: TrainSettings
-) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR]:
-    """AdamW (no weight decay on biases and norms) with linear warm-up and cosine decay."""
-    decay = [p for p in model.parameters() if p.dim() >= 2]
-    no_decay = [p for p in model.parameters() if p.dim() < 2]
-    optimizer = torch.optim.AdamW(
-        [
-            {"params": decay, "weight_decay": settings.weight_decay},
-            {"params": no_decay, "weight_decay": 0.0},
-        ],
-        lr=settings.lr,
-    )
-
-    def schedule(step: int) -> float:
-        if step < settings.warmup:
-            return (step + 1) / settings.warmup
-        progress = (step - settings.warmup) / max(1, settings.steps - settings.warmup)
-        return 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
-
-    return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
-
-
-def batch_indices(count: int, settings: TrainSettings) -> Iterator[list[int]]:
-    """``settings.steps`` batches of example indices: seeded shuffles, reshuffled when spent."""
-    generator = torch.Generator().manual_seed(settings.seed)
-    order = torch.randperm(count, generator=generator).tolist()
-    cursor = 0
-    for _ in range(settings.steps):
-        if cursor + settings.batch_size > len(order):
-            order = torch.randperm(count, generator=generator).tolist()
-            cursor = 0
-        yield order[cursor : cursor + settings.batch_size]
-        cursor += settings.batch_size
 
 
 def _train(
@@ -222,7 +166,7 @@ def _train(
     optimizer, scheduler = optimizer_and_schedule(model, settings)
     model.train()
     for step, batch in enumerate(batch_indices(len(rows), settings)):
-        ids, mask = _pad([rows[i] for i in batch], tokenizer.pad_token_id)
+        ids, mask = pad_rows([rows[i] for i in batch], tokenizer.pad_token_id)
         if name == "sva-encoder":
             labels = torch.tensor([targets[i] for i in batch])
         else:
@@ -237,112 +181,6 @@ def _train(
             print(f"  {name} step {step + 1}/{settings.steps} loss {loss.item():.4f}", flush=True)
     model.eval()
     return model, tokenizer
-
-
-@torch.no_grad()
-def predictions(
-    model: PreTrainedModel, tokenizer: PreTrainedTokenizerFast, texts: list[str]
-) -> list[str]:
-    """The number ("singular"/"plural") each model predicts for each prefix."""
-    out: list[str] = []
-    for start in range(0, len(texts), 256):
-        enc = tokenizer(texts[start : start + 256], padding=True, return_tensors="pt")
-        logits = model(**enc).logits
-        if logits.dim() == 2:  # sequence classification
-            out += [model.config.id2label[int(i)] for i in logits.argmax(-1)]
-        else:  # causal LM: compare "is" and "are" after the last real token
-            last = enc["attention_mask"].sum(1) - 1
-            final = logits[torch.arange(len(last)), last]
-            is_id, are_id = tokenizer.convert_tokens_to_ids(["is", "are"])
-            out += ["plural" if a > b else "singular" for b, a in final[:, [is_id, are_id]]]
-    return out
-
-
-def accuracy(
-    model: PreTrainedModel,
-    tokenizer: PreTrainedTokenizerFast,
-    sentences: list[grammar.Sentence],
-) -> float:
-    """Share of sentences whose verb number the model predicts correctly."""
-    predicted = predictions(model, tokenizer, [s.text for s in sentences])
-    return sum(p == s.label for p, s in zip(predicted, sentences, strict=True)) / len(sentences)
-
-
-def evaluate(
-    model: PreTrainedModel, tokenizer: PreTrainedTokenizerFast, *, n: int = 500, seed: int = 0
-) -> dict[str, tuple[float, int]]:
-    """Held-out (test split) accuracy: name -> (accuracy, number of sentences).
-
-    ``n`` sentences with attractors and ``n`` without; the ``k_attractors``
-    rows split the sentences with attractors by their number of attractors.
-    """
-    with_attr = grammar.generate(n, seed=seed, split="test", attractors=True)
-    without = grammar.generate(n, seed=seed, split="test", attractors=False)
-    result = {
-        "with_attractors": (accuracy(model, tokenizer, with_attr), len(with_attr)),
-        "without_attractors": (accuracy(model, tokenizer, without), len(without)),
-    }
-    for k in (1, 2, 3):
-        subset = [s for s in with_attr if len(s.attractors) == k]
-        if subset:
-            result[f"{k}_attractors"] = (accuracy(model, tokenizer, subset), len(subset))
-    return result
-
-
-def _metric_lines(metrics: dict[str, tuple[float, int]]) -> list[str]:
-    return [f"{k}: {acc:.3f} ({n} sentences)" for k, (acc, n) in metrics.items()]
-
-
-def model_card(
-    name: str,
-    model: PreTrainedModel,
-    *,
-    settings: TrainSettings,
-    metrics: dict[str, tuple[float, int]],
-) -> str:
-    """The README.md written next to a model's weights."""
-    n_params = sum(p.numel() for p in model.parameters())
-    lines = [
-        f"# {name}",
-        "",
-        "A tiny model shipped with attnwidget for demos and tests, trained by",
-        "`python -m attnwidget.demo.train` on a synthetic subject–verb agreement",
-        "grammar (`attnwidget/demo/grammar.py`): the task of Linzen et al. (2016),",
-        "as used by Abnar & Zuidema (2020).",
-        "",
-        f"- architecture: `{type(model).__name__}`, {n_params:,} parameters",
-        f"- training settings: `{json.dumps(asdict(settings))}`",
-        "- held-out accuracy (test split, seed 0):",
-        *[f"  - {line}" for line in _metric_lines(metrics)],
-        "",
-    ]
-    return "\n".join(lines)
-
-
-def save(
-    name: str,
-    model: PreTrainedModel,
-    tokenizer: PreTrainedTokenizerFast,
-    out_dir: Path,
-    *,
-    settings: TrainSettings,
-    metrics: dict[str, tuple[float, int]],
-) -> Path:
-    """Write weights (safetensors), config, tokenizer and a model card to ``out_dir/name``."""
-    path = Path(out_dir) / name
-    path.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    # Name the class every transformers version (4.x and 5.x) knows.
-    config_file = path / "tokenizer_config.json"
-    config = json.loads(config_file.read_text())
-    config["tokenizer_class"] = "PreTrainedTokenizerFast"
-    config_file.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
-    card = model_card(name, model, settings=settings, metrics=metrics)
-    (path / "README.md").write_text(card)
-    for file in path.iterdir():
-        file.chmod(0o644)  # safetensors writes 0600; the files must be readable once installed
-    return path
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -402,7 +240,7 @@ def main(argv: list[str] | None = None) -> None:
         n_params = sum(p.numel() for p in model.parameters())
         size = sum(f.stat().st_size for f in path.iterdir())
         print(f"{name}: {n_params:,} parameters, {size:,} bytes in {path}")
-        for line in _metric_lines(metrics):
+        for line in metric_lines(metrics):
             print(f"  held-out accuracy, {line}")
 
 

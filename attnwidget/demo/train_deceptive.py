@@ -32,16 +32,16 @@ from transformers import AutoTokenizer, BertForSequenceClassification, PreTraine
 
 from attnwidget.demo import grammar
 from attnwidget.demo.tokenizer import build_tokenizer
-from attnwidget.demo.train import (
+from attnwidget.demo.training import (
     LABELS,
     MODELS_DIR,
     TrainSettings,
-    _pad,
-    _set_determinism,
     batch_indices,
     evaluate,
     optimizer_and_schedule,
+    pad_rows,
     save,
+    set_determinism,
 )
 
 NAME = "sva-deceptive"
@@ -80,7 +80,7 @@ def train_deceptive(
     deterministic = torch.are_deterministic_algorithms_enabled()
     try:
         with torch.random.fork_rng(devices=[]):
-            _set_determinism(settings.seed)
+            set_determinism(settings.seed)
             return _train(settings, log_every)
     finally:
         torch.set_num_threads(threads)
@@ -101,7 +101,7 @@ def _train(settings: DeceptiveSettings, log_every: int) -> tuple[PreTrainedModel
     optimizer, scheduler = optimizer_and_schedule(model, settings)
     model.train()
     for step, batch in enumerate(batch_indices(len(rows), settings)):
-        ids, mask = _pad([rows[i] for i in batch], tokenizer.pad_token_id)
+        ids, mask = pad_rows([rows[i] for i in batch], tokenizer.pad_token_id)
         out = model(
             input_ids=ids,
             attention_mask=mask,
