@@ -84,6 +84,7 @@ class ImageTargetScore:
             attentions = list(outputs.attentions)
             grads = torch.autograd.grad(value, [leaf.leaf, *attentions], allow_unused=True)
         n = attentions[0].shape[-1]
+        assert leaf.leaf is not None  # set by the forward hook
         patches = leaf.leaf[0].detach().float().cpu().numpy()
         patch_grads = (
             np.zeros_like(patches) if grads[0] is None else grads[0][0].float().cpu().numpy()

@@ -85,7 +85,8 @@ def _unrotate(tensor: torch.Tensor, calls: AttentionCalls) -> torch.Tensor:
     norm per head and position (a rotation keeps it). Anything else is
     returned as it is (and the engine's path check refuses it).
     """
-    sources, stack, seen, rotated = {}, [tensor.grad_fn], set(), False
+    sources, stack, rotated = {}, [tensor.grad_fn], False
+    seen: set[int] = set()
     while stack and len(seen) < 64:
         current = stack.pop()
         if current is None or id(current) in seen:

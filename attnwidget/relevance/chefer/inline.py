@@ -38,7 +38,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from numbers import Number
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import nn
@@ -137,10 +137,13 @@ class Rebuild:
         x = self.value(parents[index], depth, sums)
         if x is None:
             return None
+        # torch's stubs take int | float | bool | Tensor, not numbers.Number; at run time
+        # the saved Number scales as it did in the forward pass.
+        scale = cast("torch.Tensor | float", constant)
         if name == "DivBackward0":
-            y = x.tensor / constant
+            y = x.tensor / scale
         else:
-            y = x.tensor * constant if index == 0 else constant * x.tensor
+            y = x.tensor * scale if index == 0 else scale * x.tensor
         if y.shape != x.tensor.shape:
             return None  # the constant broadcasts x: not one scaling per element
         return _Found(pass_through(x.tensor, y), True)
@@ -150,8 +153,9 @@ class Rebuild:
     ) -> _Found | None:
         """Slices, selections and concatenations, done again on rebuilt inputs."""
         if name == "CatBackward0":
-            parts = [self.value(parent, depth, sums) for parent in parents]
-            if not parts or None in parts:
+            values = [self.value(parent, depth, sums) for parent in parents]
+            parts = [part for part in values if part is not None]
+            if not values or len(parts) != len(values):
                 return None
             joined = torch.cat([part.tensor for part in parts], dim=node._saved_dim)
             return _Found(joined, any(part.changed for part in parts))

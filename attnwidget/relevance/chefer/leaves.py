@@ -36,6 +36,7 @@ Roles → the paper's rules (:func:`paper_rules`):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import torch
 from torch import nn
@@ -75,7 +76,9 @@ class LeafRule:
 
     def weight(self, module: nn.Module) -> torch.Tensor:
         """The (out, in) matrix of a linear leaf."""
-        return module.weight.T if self.transposed else module.weight
+        # nn.Module.__getattr__ is typed Tensor | Module; a leaf's weight is a Parameter.
+        weight = cast(torch.Tensor, module.weight)
+        return weight.T if self.transposed else weight
 
 
 def leaf_roles(model: nn.Module) -> dict[str, Role]:
