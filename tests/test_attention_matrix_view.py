@@ -103,7 +103,7 @@ def test_tiles_equal_the_matrix_region() -> None:
     assert tiles[(2, 2)].shape == (44, 44)
     close_float16(tiles[(2, 2)], m[256:, 256:])
     # The mean over heads of one layer.
-    view.head = "mean"
+    view.head = -1
     close_float16(
         decoded_tiles(view, 0, [(1, 1)])[(1, 1)], exp.attentions[1].mean(0)[128:256, 128:256]
     )
@@ -142,11 +142,11 @@ def test_fused_attentions_are_drawn_when_only_they_are_kept() -> None:
         "fused_attentions",
         [2, 0, 200],
         1,
-        "mean",
+        -1,
     )
     fused = exp.fused_attentions  # type: ignore[attr-defined]
     close_float16(decoded_tiles(view, 0, [(0, 1)])[(0, 1)], fused[1][:128, 128:])
-    with pytest.raises(traitlets.TraitError, match=r"only head='mean'.*keep='all'"):
+    with pytest.raises(traitlets.TraitError, match=r"only head=-1 \(the mean\).*keep='all'"):
         view.head = 0
     rows = Explanation(
         tokens=exp.tokens, attentions=None, keep="rows", attention_rows=exp.attention_rows
@@ -168,7 +168,7 @@ def test_a_real_model_explained_with_keep_fused_opens_as_the_matrix_view() -> No
     view = HeadView(fused)
     assert isinstance(view, AttentionMatrixView) and "keep='fused'" in view.notice
     last = full.attentions.shape[0] - 1
-    assert (view.layer, view.head, view.levels) == (last, "mean", [[len(full.tokens)] * 2])
+    assert (view.layer, view.head, view.levels) == (last, -1, [[len(full.tokens)] * 2])
     # A short input's overview is the matrix itself: the last layer's mean over heads.
     overview = decode_array(view.overview, view.overview_meta)
     close_float16(overview, full.attentions[last].astype(np.float64).mean(axis=0))
@@ -210,7 +210,7 @@ def test_views_switch_above_their_size_and_without_per_head_attention() -> None:
     exp = explanation(2, 2, 600)
     assert isinstance(HeadView(exp, layer=1, heads=[1], selected_token=5), AttentionMatrixView)
     switched = HeadView(exp, layer=1, heads=[1], selected_token=5)
-    assert (switched.layer, switched.head, switched.selected_row) == (1, 1, 5)
+    assert (switched.layer, switched.head, switched.selected_token) == (1, 1, 5)
     assert isinstance(ModelView(exp), ModelView)  # ModelView draws up to 1,024 tokens
     assert isinstance(FlowView(explanation(2, 2, 40)), FlowView)
     with pytest.raises(TypeError, match="did you mean 'layer'"):
@@ -220,11 +220,11 @@ def test_views_switch_above_their_size_and_without_per_head_attention() -> None:
     small = fused_only(explanation(2, 2, 30))
     for cls in (HeadView, ModelView, FlowView):
         view = cls(small)
-        assert isinstance(view, AttentionMatrixView) and view.head == "mean"
+        assert isinstance(view, AttentionMatrixView) and view.head == -1
         assert "keep='fused'" in view.notice
     big = explanation(1, 1, 1025)
     flow = FlowView(big, selected_token=3)
-    assert isinstance(flow, AttentionMatrixView) and flow.selected_row == 3
+    assert isinstance(flow, AttentionMatrixView) and flow.selected_token == 3
     assert isinstance(ModelView(big, layer=0, head=0), AttentionMatrixView)
 
 
@@ -232,15 +232,15 @@ def test_selection_and_validation() -> None:
     exp = explanation(2, 2, 100)
     view = AttentionMatrixView(exp, layer=0, head=1)
     assert view.selection is None
-    view.selected_row = 7
+    view.selected_token = 7
     np.testing.assert_array_equal(view.selection["weights"], exp.attentions[0, 1, 7])
     version = view.version
     view.layer = 1
     assert view.version == version + 1 and "layer 1, head 1" in view.caption
     for name, value, match in [
         ("layer", 2, "out of range 0..1"),
-        ("head", 5, "'mean' or a head 0..1"),
-        ("selected_row", 100, "-1 \\(none\\) or a query row 0..99"),
+        ("head", 5, "-1 \\(the mean over heads\\) or a head 0..1"),
+        ("selected_token", 100, "-1 \\(none\\) or a query row 0..99"),
         ("pool", "sum", "not one of"),
         ("color_scale", "sqrt", "not one of"),
     ]:
@@ -249,11 +249,11 @@ def test_selection_and_validation() -> None:
     with pytest.raises(InputError, match=r"needs an attnwidget\.Explanation"):
         AttentionMatrixView(object())
     # Another explanation: layer and head kept where they exist, the pin reset.
-    view.head, view.selected_row = 1, 4
+    view.head, view.selected_token = 1, 4
     other = explanation(1, 3, 50, seed=2)
     version = view.version
     view.set_explanation(other)
-    assert (view.layer, view.head, view.selected_row, view.shape) == (0, 1, -1, [1, 3, 50])
+    assert (view.layer, view.head, view.selected_token, view.shape) == (0, 1, -1, [1, 3, 50])
     assert view.version > version and view.levels == [[50, 50]]
     close_float16(decode_array(view.overview, view.overview_meta), other.attentions[0, 1])
     with pytest.raises(InputError):
@@ -308,3 +308,22 @@ def test_js_fixture_is_current() -> None:
     assert committed["reply"] == fixture["reply"] and committed["overview"] == fixture["overview"]
     for key in ("tile_1_0_first_row", "cell_140_3"):
         np.testing.assert_allclose(committed["expected"][key], fixture["expected"][key], rtol=1e-6)
+
+
+def test_renamed_selected_row_and_head_mean_warn_and_still_work() -> None:
+    """selected_row (now selected_token) and head="mean" (now -1) work for one
+    release, each with a DeprecationWarning naming the new spelling."""
+    exp = explanation(2, 2, 100)
+    with pytest.warns(DeprecationWarning, match="use selected_token="):
+        view = AttentionMatrixView(exp, selected_row=5)
+    assert view.selected_token == 5
+    with pytest.warns(DeprecationWarning, match=r"use \.selected_token"):
+        view.selected_row = 6
+    assert view.selected_token == 6
+    with pytest.warns(DeprecationWarning, match=r"use \.selected_token"):
+        assert view.selected_row == 6
+    with pytest.warns(DeprecationWarning, match=r"head=-1"):
+        view.head = "mean"
+    assert view.head == -1 and "mean over heads" in view.caption
+    with pytest.raises(TypeError, match="give selected_token= only"):
+        AttentionMatrixView(exp, selected_token=1, selected_row=2)

@@ -1,7 +1,7 @@
 """AttentionMatrixView in a real headless Chromium (pytest-ipywidgets + Playwright).
 
 Checks: a HeadView of a 700-token input opens as the matrix view (with its
-notice); a click on a cell pins that query row in Python (``selected_row``);
+notice); a click on a cell pins that query row in Python (``selected_token``);
 setting ``layer`` or ``head`` in Python redraws the canvas (its pixels
 change); zooming asks the kernel for finer tiles and draws them; hovering
 names the tokens as text (a token holding markup stays text); a 4,096-token
@@ -88,10 +88,10 @@ def test_clicks_pin_rows_and_python_changes_redraw(
 
     # A click on a cell pins its query row in Python; again unpins.
     page.mouse.click(*at(250, 40))
-    wait_until(lambda: view.selected_row == 250)
-    page.locator(f'{ROOT}[data-selected-row="250"]').wait_for()
+    wait_until(lambda: view.selected_token == 250)
+    page.locator(f'{ROOT}[data-selected-token="250"]').wait_for()
     page.mouse.click(*at(250, 40))
-    wait_until(lambda: view.selected_row == -1)
+    wait_until(lambda: view.selected_token == -1)
 
     # Hover: the tokens as text, markup included, and the weight.
     page.mouse.move(*at(3, 0))
@@ -131,7 +131,7 @@ def test_clicks_pin_rows_and_python_changes_redraw(
     assert int(root.get_attribute("data-level")) == 0
     # The page's select drives Python too.
     page.locator(f"{ROOT} select.attnw-matrix-head").select_option("mean")
-    wait_until(lambda: view.head == "mean")
+    wait_until(lambda: view.head == -1)
     page_watch.assert_clean()
 
 

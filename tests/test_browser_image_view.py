@@ -84,8 +84,8 @@ def half(values: np.ndarray) -> np.ndarray:
 def query_range_text(view: ImageView) -> str:
     """The legend of a one-head query map: 0 … its max over every patch but the query."""
     values = half(view.query_map()).ravel()
-    if view.selected_patch:
-        values = np.delete(values, view.selected_patch[0] * view.grid[1] + view.selected_patch[1])
+    if view.selected_patch >= 0:
+        values = np.delete(values, view.selected_patch)
     return f"0 … {format_number(float(values.max()))}"
 
 
@@ -104,19 +104,19 @@ def test_clicks_hover_and_python_changes_round_trip(
 
     # Click in the page -> Python; clicking the selected patch again clears it.
     canvas.click(position=patch_spot(page, 1, 2, (3, 4)))
-    wait_until(lambda: view.selected_patch == [1, 2])
+    wait_until(lambda: view.selected_patch == 1 * view.grid[1] + 2)
     wait_data(page, selected="1,2")
     canvas.click(position=patch_spot(page, 1, 2, (3, 4)))
-    wait_until(lambda: view.selected_patch == [])
-    view.selected_patch = [0, 3]  # Python -> the page outlines it
+    wait_until(lambda: view.selected_patch == -1)
+    view.selected_patch = 3  # row 0, col 3  # Python -> the page outlines it
     wait_data(page, selected="0,3")
     assert view.selection["label"] == "(0,3)"
     page.locator(ROOT).focus()  # the keyboard moves the selection; Esc clears it
     page.keyboard.press("ArrowDown")
-    wait_until(lambda: view.selected_patch == [1, 3])
+    wait_until(lambda: view.selected_patch == 1 * view.grid[1] + 3)
     page.keyboard.press("Escape")
-    wait_until(lambda: view.selected_patch == [])
-    view.selected_patch = [0, 3]
+    wait_until(lambda: view.selected_patch == -1)
+    view.selected_patch = 3  # row 0, col 3
     wait_data(page, selected="0,3")
 
     # Hover: the patch and its score, formatted as Python formats it.
@@ -175,7 +175,7 @@ def test_layers_beyond_the_state_come_from_the_kernel(
 ) -> None:
     exp = made_explanation(4, 4, layers=3, heads=2, seed=3)
     monkeypatch.setattr(image_module, "PRELOAD_BYTES", 0)  # nothing preloaded
-    view = ImageView(exp, method="query_attention", head=0, selected_patch=(1, 1))
+    view = ImageView(exp, method="query_attention", head=0, selected_patch=1 * 4 + 1)
     assert view.preload_index == []
     display(view)
     page = page_session
@@ -241,7 +241,7 @@ def test_saved_page_draws_answers_and_downloads_offline(
     exp = made_explanation(3, 4, layers=3, heads=2, seed=5)
     layer_bytes = (2 + 1) * 13 * 12 * 2  # attention and rollout of one layer
     monkeypatch.setattr(image_module, "PRELOAD_BYTES", layer_bytes)  # the shown layer only
-    view = ImageView(exp, selected_patch=(2, 2))
+    view = ImageView(exp, selected_patch=2 * 4 + 2)  # row 2, col 2
     path = tmp_path / "image.html"
     view.to_html(path)
     watch = open_page(path)
@@ -258,7 +258,7 @@ def test_saved_page_draws_answers_and_downloads_offline(
     page.locator(f"{ROOT} select.attnw-head").select_option("1")
     page.locator(f"{ROOT} select.attnw-layer").select_option("0")
     wait_data(page, method="query_attention", layer="0", head="1", state="ready")
-    view.method, view.layer, view.head, view.selected_patch = "query_attention", 0, 1, [0, 1]
+    view.method, view.layer, view.head, view.selected_patch = "query_attention", 0, 1, 1
     legend = page.locator(f"{ROOT} .attnw-image-legend .attnw-range")
     assert legend.text_content() == query_range_text(view)
 

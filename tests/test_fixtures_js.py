@@ -33,6 +33,7 @@ from attnwidget.views import (
     AlignmentView,
     Annotator,
     AttentionCalculator,
+    AttentionMatrixView,
     FlowView,
     GenerationView,
     HeadView,
@@ -43,6 +44,7 @@ from attnwidget.views import (
 )
 from attnwidget.views.core.buffers import decode_array, encode_array
 from attnwidget.views.core.format import format_number
+from attnwidget.views.core.selection import NONE, SELECTION_TRAITS
 from attnwidget.views.core.standalone import _MACHINERY
 from attnwidget.views.evaluate.evaluation_view import EvaluationView
 from attnwidget.views.flow._messages import MESSAGES
@@ -144,8 +146,8 @@ def wire_fixture(exp: Explanation) -> list[dict[str, Any]]:
     return out
 
 
-def traits_fixture() -> dict[str, list[str]]:
-    views = {
+def _views() -> dict[str, type]:
+    return {
         "saliency": SaliencyView,
         "head": HeadView,
         "model": ModelView,
@@ -158,10 +160,29 @@ def traits_fixture() -> dict[str, list[str]]:
         "alignment": AlignmentView,
         "generation": GenerationView,
     }
+
+
+def traits_fixture() -> dict[str, list[str]]:
     return {
         name: sorted(t for t in cls.class_trait_names(sync=True) if t not in _MACHINERY)
-        for name, cls in views.items()
+        for name, cls in _views().items()
     }
+
+
+def test_selection_traits_are_synced_and_start_at_none() -> None:
+    """Every view's selection traits (SELECTION_TRAITS) sync and default to NONE (-1)."""
+    views = {**_views(), "matrix": AttentionMatrixView}
+    assert set(SELECTION_TRAITS) <= set(views)
+    for view, names in SELECTION_TRAITS.items():
+        traits = views[view].class_traits(sync=True)
+        for name in names:
+            assert name in traits, f"{view}: {name} is not a synced trait"
+            assert traits[name].default_value == NONE, f"{view}.{name} does not start at NONE"
+
+
+def selection_fixture() -> dict[str, Any]:
+    """The selection traits whose "nothing selected" value is NONE (views/core/selection.py)."""
+    return {"none": NONE, "traits": {v: list(names) for v, names in SELECTION_TRAITS.items()}}
 
 
 def messages_fixture() -> dict[str, list[str]]:
@@ -200,6 +221,7 @@ def fixtures() -> dict[str, Any]:
         "paths.json": paths_fixture(exp),
         "wire.json": wire_fixture(exp),
         "traits.json": traits_fixture(),
+        "selection.json": selection_fixture(),
         "messages.json": messages_fixture(),
         "format.json": format_fixture(),
     }

@@ -86,7 +86,7 @@ def test_traits_describe_the_explanation(vit: Explanation) -> None:
     assert all(view.summaries)
     assert (view.num_layers, view.num_heads) == (2, 4)
     # Defaults: the first method, the last layer, the mean over heads, nothing selected.
-    assert (view.method, view.layer, view.head, view.selected_patch) == ("raw", 1, -1, [])
+    assert (view.method, view.layer, view.head, view.selected_patch) == ("raw", 1, -1, -1)
     assert view.opacity == 0.5 and view.selection is None
     assert view.explanation is vit
     assert "ImageView(grid=8x8" in repr(view)
@@ -158,13 +158,13 @@ def test_preload_holds_the_patch_attention_and_rollout_rows(vit: Explanation) ->
 
 
 def test_query_map_is_what_the_page_draws(vit: Explanation) -> None:
-    view = ImageView(vit, method="query_attention", layer=0, head=2, selected_patch=(1, 3))
+    view = ImageView(vit, method="query_attention", layer=0, head=2, selected_patch=1 * 8 + 3)
     token = 1 + 1 * 8 + 3
     np.testing.assert_allclose(view.query_map(), vit.attentions[0, 2, token, 1:].reshape(8, 8))
     view.head = -1
     mean = vit.attentions[0, :, token, 1:].mean(0).reshape(8, 8)
     np.testing.assert_allclose(view.query_map(), mean, rtol=1e-6)
-    view.method, view.selected_patch = "query_rollout", []
+    view.method, view.selected_patch = "query_rollout", -1
     np.testing.assert_allclose(view.query_map(), rollout(vit.attentions)[0, 0, 1:].reshape(8, 8))
     view.method = "rollout"
     np.testing.assert_array_equal(view.query_map(), vit.patch_scores("rollout"))
@@ -365,17 +365,36 @@ def test_a_score_named_like_a_query_map_is_refused() -> None:
 
 def test_patches_out_of_the_grid_are_refused() -> None:
     view = ImageView(made_explanation(3, 4))
-    view.selected_patch = (2, 3)  # a tuple is fine
-    assert view.selected_patch == [2, 3]
-    for bad in ([3, 0], [0, 4], [-1, 0], [1], [1, 2, 3]):
+    view.selected_patch = 11  # the last patch, row 2 col 3
+    assert view.selection is not None and view.selection["patch"] == [2, 3]
+    for bad in (12, -2):
         with pytest.raises(
-            traitlets.TraitError, match=r"row 0..2 and col 0..3 \(a 3×4 patch grid\)"
+            traitlets.TraitError, match=r"-1 for none or the index .* 0..11 \(a 3×4 patch grid\)"
         ):
             view.selected_patch = bad
     with pytest.raises(traitlets.TraitError, match="not a patch"):
-        ImageView(made_explanation(3, 4), selected_patch=(5, 5))
-    view.selected_patch = []
+        ImageView(made_explanation(3, 4), selected_patch=12)
+    view.selected_patch = -1
     assert view.selection is None
+
+
+def test_the_old_row_col_form_of_selected_patch_warns_and_still_works() -> None:
+    """[row, col] / [] was selected_patch's form until this release."""
+    view = ImageView(made_explanation(3, 4))
+    with pytest.warns(DeprecationWarning, match=r"use the patch index row \* cols \+ col"):
+        view.selected_patch = (2, 3)
+    assert view.selected_patch == 11
+    with pytest.warns(DeprecationWarning):
+        view.selected_patch = []
+    assert view.selected_patch == -1
+    for bad in ([3, 0], [0, 4], [-1, 0], [1], [1, 2, 3]):
+        with (
+            pytest.warns(DeprecationWarning),
+            pytest.raises(traitlets.TraitError, match=r"not a patch of the 3×4 grid"),
+        ):
+            view.selected_patch = bad
+    with pytest.warns(DeprecationWarning):
+        assert ImageView(made_explanation(3, 4), selected_patch=(1, 2)).selected_patch == 6
 
 
 def test_bad_opacity_layer_and_head_are_refused() -> None:
@@ -403,17 +422,17 @@ def test_a_refused_change_from_the_page_is_logged_and_sent_back(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     view = ImageView(made_explanation())
-    view.set_state({"selected_patch": [1, 2]})  # what a click sends
-    assert view.selected_patch == [1, 2]
+    view.set_state({"selected_patch": 6})  # what a click sends
+    assert view.selected_patch == 6
     with caplog.at_level("WARNING"):
-        view.set_state({"selected_patch": [99, 0]})  # nothing escapes into the comm
-    assert view.selected_patch == [1, 2]
+        view.set_state({"selected_patch": 99})  # nothing escapes into the comm
+    assert view.selected_patch == 6
     assert "refused" in caplog.text and "not a patch" in caplog.text
 
 
 def test_selection_holds_the_patch_and_its_scores() -> None:
     exp = made_explanation(3, 4)
-    view = ImageView(exp, selected_patch=[1, 2])
+    view = ImageView(exp, selected_patch=1 * 4 + 2)
     selection = view.selection
     assert selection == {
         "patch": [1, 2],

@@ -48,6 +48,7 @@ from attnwidget.views.attention._shared import (
     _describe_ids,
     _position,
 )
+from attnwidget.views.core.selection import NONE
 from attnwidget.views.matrix.large_inputs import HEAD_VIEW_TOKENS, matrix_view_for, switch_reason
 
 
@@ -75,6 +76,8 @@ class HeadView(_AttentionView):
         explanation: the :class:`~attnwidget.Explanation` to show.
         layer: the initial layer (default: the first).
         heads: the initially shown heads (default: all).
+        head: one head to show alone (the selected head; default -1: see
+            ``heads``). Give ``heads`` or ``head``, not both.
         matrix: "self" (default), or "encoder"/"decoder"/"cross" for
             encoder–decoder explanations (default "encoder").
         pair_filter: "all" (default), or "A->A", "B->B", "A->B", "B->A" when
@@ -103,6 +106,10 @@ class HeadView(_AttentionView):
     """The shown layer (a layer id of the current matrix)."""
     heads = traitlets.List(traitlets.Int()).tag(sync=True)
     """The shown heads (head ids of the current matrix), ascending."""
+    head = traitlets.Int(NONE)
+    """The one head shown alone, -1 while several are shown: the selected head, as
+    ``head`` is in every view. Setting it shows that head only; -1 shows every head.
+    Kept in step with :attr:`heads` (which is what the page syncs)."""
     # selected_token: the pinned query row (_AttentionView, shared with ModelView).
 
     def __new__(cls, explanation: Any = None, /, *args: Any, **kwargs: Any) -> Any:
@@ -113,6 +120,9 @@ class HeadView(_AttentionView):
             names = ("layer", "heads", "matrix", "pair_filter", "selected_token", "theme")
             given = {k: kwargs.pop(k) for k in names if k in kwargs}
             given.pop("theme", None)
+            head = kwargs.pop("head", NONE)
+            if head != NONE:
+                given["heads"] = [head]
             return matrix_view_for(
                 "HeadView", explanation, reason, options=kwargs, owner=cls, **given
             )
@@ -130,6 +140,11 @@ class HeadView(_AttentionView):
         theme: str = "auto",
         **kwargs: Any,
     ) -> None:
+        head = kwargs.pop("head", NONE)
+        if head != NONE:
+            if heads is not None:
+                raise TypeError("HeadView: give heads= or head= (one head shown alone), not both.")
+            heads = [head]
         super().__init__(**kwargs)
         attention, first = self._first_attention(explanation, matrix)
         key = first.key
@@ -212,6 +227,32 @@ class HeadView(_AttentionView):
         if len(set(value)) != len(value):
             raise traitlets.TraitError(f"heads={value} lists a head more than once.")
         return sorted(int(h) for h in value)
+
+    @traitlets.validate("head")
+    def _validate_head(self, proposal: dict[str, Any]) -> int:
+        value = proposal["value"]
+        if value == NONE or self._attention is None:
+            return int(value)
+        ids = self.current_matrix().head_ids
+        if isinstance(value, bool) or value not in ids:
+            raise traitlets.TraitError(
+                f"head={value!r} is not a head id ({_describe_ids(ids)}); -1 shows every head."
+            )
+        return int(value)
+
+    @traitlets.observe("heads")
+    def _on_heads(self, change: dict[str, Any]) -> None:
+        shown = change["new"]
+        self.head = shown[0] if len(shown) == 1 else NONE
+
+    @traitlets.observe("head")
+    def _on_head(self, change: dict[str, Any]) -> None:
+        if self._attention is None:
+            return
+        if change["new"] != NONE:
+            self.heads = [change["new"]]
+        elif len(self.heads) == 1:
+            self.heads = list(self.current_matrix().head_ids)
 
     @traitlets.observe("matrix")
     def _on_matrix(self, change: dict[str, Any]) -> None:

@@ -57,6 +57,7 @@ import traitlets
 from attnwidget.capture.qk import QueryKeys, query_keys
 from attnwidget.errors import InputError
 from attnwidget.views.core.base import _AttnWidget
+from attnwidget.views.core.selection import NONE
 
 
 def _index(value: Any, size: int, what: str) -> int:
@@ -169,6 +170,11 @@ class NeuronView(_AttnWidget):
 
     def _check(self, proposal: Any, size: int, what: str) -> int:
         value = proposal["value"]
+        if value == NONE and what != "layer":
+            raise traitlets.TraitError(
+                f"{what}=-1: NeuronView always shows one head and one query token, so "
+                f"nothing-selected (-1) is not possible here; pick {what} 0..{size - 1}."
+            )
         if not 0 <= value < size:
             raise traitlets.TraitError(
                 f"{what}={value} is out of range: there are {size} ({what} 0..{size - 1})."

@@ -38,9 +38,10 @@ trait               type         meaning
 ``layer``           int          layer of the query maps, 0..L-1 (synced)
 ``head``            int          head of ``"query_attention"``, -1: mean over
                                  heads (synced)
-``selected_patch``  list[int]    ``[row, col]`` of the selected patch (the
-                                 query of the query maps), ``[]`` for none;
-                                 set by clicks in the page and from Python
+``selected_patch``  int          the selected patch's row-major index
+                                 ``row * cols + col`` (the query of the query
+                                 maps), -1 for none; set by clicks in the page
+                                 and from Python
 ``opacity``         float        opacity of the map over the image, 0..1
                                  (synced with the page's slider)
 ==================  ===========  ==============================================
@@ -61,6 +62,8 @@ from attnwidget.results.explanation import Explanation
 from attnwidget.views.core.attention_data import EXPORT_BYTES
 from attnwidget.views.core.base import RecordedReply, _AttnWidget
 from attnwidget.views.core.buffers import decode_float32, encode_float32
+from attnwidget.views.core.selection import NONE
+from attnwidget.views.image._patch import PatchIndex, patch_of
 from attnwidget.views.image._wire import (
     PRELOAD_BYTES,
     STATE_BYTES,
@@ -113,14 +116,16 @@ class ImageView(_AttnWidget):
         layer: the layer of the query maps (default: the last; negative
             counts from the end).
         head: the head of ``"query_attention"`` (default -1: mean over heads).
-        selected_patch: ``(row, col)`` of the initially selected patch.
+        selected_patch: the initially selected patch, its index ``row * cols + col``
+            (-1: none; ``(row, col)`` still works for one release, with a
+            DeprecationWarning).
         opacity: of the map over the image, 0..1 (default 0.5).
 
     Example::
 
         view = ImageView(attnwidget.explain(model, processor, image))
         view                      # displays in Jupyter; click a patch, then
-        view.selected_patch       # [row, col] of the clicked patch ([] for none)
+        view.selected_patch       # index of the clicked patch (-1 for none)
         view.selection            # {"patch", "index", "label", "scores"}
         view.method = "query_attention"; view.layer = 3; view.head = 0
     """
@@ -154,8 +159,8 @@ class ImageView(_AttnWidget):
     head = traitlets.Int(-1).tag(sync=True)
     """Head of "query_attention", or -1 for the mean over heads."""
 
-    selected_patch = traitlets.List(traitlets.Int(), default_value=[]).tag(sync=True)
-    """``[row, col]`` of the selected patch, ``[]`` for none (synced with the page)."""
+    selected_patch = PatchIndex(NONE).tag(sync=True)
+    """The selected patch's index ``row * cols + col``, -1 for none (synced with the page)."""
 
     opacity = traitlets.Float(0.5).tag(sync=True)
     """Opacity of the map over the image, 0..1 (synced with the page's slider)."""
@@ -168,7 +173,7 @@ class ImageView(_AttnWidget):
         method: str | None = None,
         layer: int | None = None,
         head: int = -1,
-        selected_patch: Sequence[int] | None = None,
+        selected_patch: int | Sequence[int] = NONE,
         opacity: float = 0.5,
         **kwargs: Any,
     ) -> None:
@@ -225,7 +230,7 @@ class ImageView(_AttnWidget):
             self.method = opening
             self.layer = shown
             self.head = head
-            self.selected_patch = [] if selected_patch is None else list(selected_patch)
+            self.selected_patch = selected_patch
             self.opacity = opacity
         self._export_budget = 0
         self.on_msg(self._on_message)
@@ -249,24 +254,21 @@ class ImageView(_AttnWidget):
         layer = self.layer if layer is None else _layer_index(layer, self.num_layers)
         head = self.head if head is None else head
         values = self._maps.layer(name, layer)
-        row = 0 if not self.selected_patch else 1 + self._patch_index(self.selected_patch)
+        row = 0 if self.selected_patch == NONE else 1 + self.selected_patch
         rows = (
             values[:, row] if not (name == "attention" and head >= 0) else values[head, row][None]
         )
         return rows.mean(axis=0).reshape(self.grid)
 
-    def _patch_index(self, patch: Sequence[int]) -> int:
-        return int(patch[0]) * self.grid[1] + int(patch[1])
-
     @property
     def selection(self) -> dict[str, Any] | None:
         """The selected patch as ``{"patch": [row, col], "index", "label",
         "scores": {method: score}}`` (``index``: its token index), or None."""
-        if not self.selected_patch:
+        k = self.selected_patch
+        if k == NONE:
             return None
-        row, col = self.selected_patch
+        row, col = patch_of(k, self.grid[1])
         matrix = self.score_matrix()
-        k = self._patch_index(self.selected_patch)
         return {
             "patch": [row, col],
             "index": int(self._maps.columns[k]),
@@ -301,19 +303,14 @@ class ImageView(_AttnWidget):
         return int(value)
 
     @traitlets.validate("selected_patch")
-    def _validate_selected_patch(self, proposal: dict[str, Any]) -> list[int]:
-        value = list(proposal["value"])
+    def _validate_selected_patch(self, proposal: dict[str, Any]) -> int:
+        value = int(proposal["value"])
         rows, cols = self.grid
-        if not value:
-            return []
-        ok = len(value) == 2 and all(
-            isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in value
-        )
-        if ok and 0 <= value[0] < rows and 0 <= value[1] < cols:
-            return [int(value[0]), int(value[1])]
+        if NONE <= value < rows * cols:
+            return value
         raise traitlets.TraitError(
-            f"selected_patch={value!r} is not a patch: use [] for none or [row, col] with row "
-            f"0..{rows - 1} and col 0..{cols - 1} (a {rows}×{cols} patch grid)."
+            f"selected_patch={value!r} is not a patch: use -1 for none or the index "
+            f"row * cols + col, 0..{rows * cols - 1} (a {rows}×{cols} patch grid)."
         )
 
     @traitlets.validate("opacity")

@@ -31,6 +31,7 @@ from attnwidget.views.core.base import (
     _keyword_traits,
     _unknown_kwargs_message,
 )
+from attnwidget.views.core.selection import NONE
 
 #: HeadView switches to the matrix view above this many tokens.
 HEAD_VIEW_TOKENS = 512
@@ -85,13 +86,13 @@ def matrix_view_for(
             f"{view}: {reason} It has no sentence-pair filter; leave pair_filter='all'."
         )
     if isinstance(heads, int):
-        head: int | str = heads
+        head = heads
     elif heads is not None and len(heads) == 1:
         head = int(heads[0])
     else:
-        head = "mean"
+        head = NONE  # the mean over heads
     if getattr(explanation, "attentions", None) is None:
-        head = "mean"
+        head = NONE
     options = dict(options or {})
     if owner is not None:
         # What the view's own constructor would refuse is refused here too.
@@ -103,7 +104,7 @@ def matrix_view_for(
         explanation,
         layer=None if layer is None or layer < 0 else layer,
         head=head,
-        selected_row=-1 if selected_token is None else selected_token,
+        selected_token=NONE if selected_token is None else selected_token,
         notice=reason,
         **kept,
     )

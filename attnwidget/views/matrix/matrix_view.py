@@ -31,11 +31,12 @@ trait               type         meaning
 ``notice``          str          why a HeadView/ModelView/FlowView of a long
                                  input shows this view instead ("" for none)
 ``layer``           int          the drawn layer (synced both ways)
-``head``            int | str    the drawn head, or "mean" (synced both ways)
+``head``            int          the drawn head, -1 for the mean over heads
+                                 (synced both ways)
 ``pool``            str          "max" or "mean": how coarse levels pool
 ``color_scale``     str          "linear" or "log" (synced both ways)
-``selected_row``    int          the pinned query row, -1 for none (synced;
-                                 a click on a cell pins its row)
+``selected_token``  int          the pinned query row (a token index), -1 for
+                                 none (synced; a click on a cell pins its row)
 ==================  ===========  ==============================================
 
 Custom messages: page -> kernel ``{"type": "tiles", "version", "level",
@@ -55,6 +56,7 @@ import numpy as np
 import traitlets
 
 from attnwidget.views.core.base import RecordedReply, _AttnWidget
+from attnwidget.views.core.selection import NONE, Head, renamed_keyword, renamed_trait
 from attnwidget.views.matrix._source import MEAN, MatrixSource, source_of
 from attnwidget.views.matrix._tiles import (
     MAX_TILES_PER_REQUEST,
@@ -82,7 +84,7 @@ class AttentionMatrixView(_AttnWidget):
     to see it all; the minimap shows where the view is. Hover a cell for its
     query and key tokens and its weight (zoomed out, a cell is a block of
     tokens: its largest weight with ``pool="max"``, else their mean); click a
-    cell to pin its query row (:attr:`selected_row`; again or Esc to unpin).
+    cell to pin its query row (:attr:`selected_token`; again or Esc to unpin).
     Pick the layer and head (or the mean over heads) in the page or from
     Python (:attr:`layer`, :attr:`head`).
 
@@ -91,17 +93,18 @@ class AttentionMatrixView(_AttnWidget):
             (every head) or, when only those are kept (``explain(...,
             keep="fused")``), its ``fused_attentions`` (each layer's head mean).
         layer: the drawn layer (default: the last).
-        head: a head index, or "mean" (default) for the mean over heads.
-        selected_row: the pinned query row (-1: none).
+        head: a head index, or -1 (default) for the mean over heads.
+        selected_token: the pinned query row, a token index (-1: none;
+            ``selected_row=`` is its deprecated name).
         pool: "max" (default: a single strong weight stays visible zoomed out)
             or "mean".
         color_scale: "linear" (default) or "log".
 
     Example::
 
-        view = AttentionMatrixView(exp, layer=3, head="mean")
+        view = AttentionMatrixView(exp, layer=3)   # head=-1: the mean over heads
         view.head = 2                  # redraws with head 2
-        view.selected_row              # the row clicked in the page
+        view.selected_token            # the row clicked in the page
         view.selection["weights"]      # that row's weights, float32 (n,)
     """
 
@@ -121,24 +124,24 @@ class AttentionMatrixView(_AttnWidget):
 
     layer = traitlets.Int(0).tag(sync=True)
     """The drawn layer, 0 … L-1."""
-    head = traitlets.Union([traitlets.Int(), traitlets.Unicode()], default_value=MEAN).tag(
-        sync=True
-    )
-    """The drawn head (0 … H-1), or "mean" for the mean over the layer's heads."""
+    head = Head(NONE).tag(sync=True)
+    """The drawn head (0 … H-1), or -1 for the mean over the layer's heads
+    (``"mean"``, its old name, is taken with a DeprecationWarning)."""
     pool = traitlets.Unicode("max").tag(sync=True)
     """How zoomed-out cells pool the weights they cover: "max" or "mean"."""
     color_scale = traitlets.Unicode("linear").tag(sync=True)
     """"linear" or "log" colours."""
-    selected_row = traitlets.Int(-1).tag(sync=True)
+    selected_token = traitlets.Int(NONE).tag(sync=True)
     """The pinned query row (a token index), -1 for none."""
+    selected_row = renamed_trait("selected_row", "selected_token")
 
     def __init__(
         self,
         explanation: Any,
         *,
         layer: int | None = None,
-        head: int | str = MEAN,
-        selected_row: int = -1,
+        head: int = NONE,
+        selected_token: int | None = None,
         pool: str = "max",
         color_scale: str = "linear",
         notice: str = "",
@@ -148,6 +151,8 @@ class AttentionMatrixView(_AttnWidget):
         self._explanation = explanation
         self._pyramids: OrderedDict[tuple[int, int | str, str], list[np.ndarray]] = OrderedDict()
         self._ready = False
+        owner = type(self).__name__
+        token = renamed_keyword(kwargs, "selected_row", "selected_token", owner, selected_token)
         super().__init__(**kwargs)
         src = self._source
         with self.hold_sync():
@@ -157,7 +162,7 @@ class AttentionMatrixView(_AttnWidget):
             self.head = head
             self.pool = pool
             self.color_scale = color_scale
-            self.selected_row = selected_row
+            self.selected_token = NONE if token is None else token
             self._ready = True
             self._redraw()
         self.on_msg(self._on_message)
@@ -168,13 +173,13 @@ class AttentionMatrixView(_AttnWidget):
         reset. A bad explanation raises and leaves the view as it was."""
         source = source_of(explanation)
         layer = self.layer if self.layer < source.num_layers else source.num_layers - 1
-        head = self.head if self.head == MEAN or self.head < source.num_heads else MEAN
+        head = self.head if self.head < source.num_heads else NONE
         self._ready = False
         with self.hold_sync():
             self._source = source
             self._explanation = explanation
             self._pyramids.clear()
-            self.selected_row = -1
+            self.selected_token = NONE
             self._describe_source()
             self.layer = layer
             self.head = head
@@ -197,7 +202,7 @@ class AttentionMatrixView(_AttnWidget):
 
     def current_matrix(self) -> np.ndarray:
         """The drawn matrix: float32 (n, n), exact (before float16 rounding)."""
-        return self._source.matrix(self.layer, self.head)
+        return self._source.matrix(self.layer, MEAN if self.head == NONE else self.head)
 
     def levels_of(self) -> list[np.ndarray]:
         """The pyramid of the drawn matrix (float32), level 0 first."""
@@ -218,8 +223,8 @@ class AttentionMatrixView(_AttnWidget):
 
         ``weights``: float32 (n,), what that query attends to in the drawn matrix.
         """
-        row = self.selected_row
-        if row < 0:
+        row = self.selected_token
+        if row == NONE:
             return None
         return {
             "row": row,
@@ -244,7 +249,7 @@ class AttentionMatrixView(_AttnWidget):
         levels = self.levels_of()
         data, meta = encode_tile(levels[-1], "the overview")
         lo, hi = value_range(levels[0])
-        head = "mean over heads" if self.head == MEAN else f"head {self.head}"
+        head = "mean over heads" if self.head == NONE else f"head {self.head}"
         n = self._source.n
         with self.hold_sync():
             self.set_trait("version", self.version + 1)
@@ -269,21 +274,20 @@ class AttentionMatrixView(_AttnWidget):
         return int(value)
 
     @traitlets.validate("head")
-    def _validate_head(self, proposal: dict[str, Any]) -> int | str:
+    def _validate_head(self, proposal: dict[str, Any]) -> int:
         value = proposal["value"]
         heads = self._source.num_heads
-        if value == MEAN:
-            return MEAN
-        if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-            if 0 <= value < heads:
-                return int(value)
+        if value == NONE or (not isinstance(value, bool) and 0 <= value < heads):
+            return int(value)
         if heads == 0:
             raise traitlets.TraitError(
                 f"head={value!r}: this explanation keeps only each layer's mean over heads "
-                "(fused_attentions), so only head='mean' can be drawn; explain with "
+                "(fused_attentions), so only head=-1 (the mean) can be drawn; explain with "
                 "keep='all' to see single heads."
             )
-        raise traitlets.TraitError(f"head={value!r} must be 'mean' or a head 0..{heads - 1}.")
+        raise traitlets.TraitError(
+            f"head={value!r} must be -1 (the mean over heads) or a head 0..{heads - 1}."
+        )
 
     @traitlets.validate("pool")
     def _validate_pool(self, proposal: dict[str, Any]) -> str:
@@ -299,13 +303,13 @@ class AttentionMatrixView(_AttnWidget):
             )
         return str(proposal["value"])
 
-    @traitlets.validate("selected_row")
-    def _validate_selected_row(self, proposal: dict[str, Any]) -> int:
+    @traitlets.validate("selected_token")
+    def _validate_selected_token(self, proposal: dict[str, Any]) -> int:
         value = proposal["value"]
         n = self._source.n
         if isinstance(value, bool) or not -1 <= value < n:
             raise traitlets.TraitError(
-                f"selected_row={value!r} is out of range: -1 (none) or a query row 0..{n - 1}."
+                f"selected_token={value!r} is out of range: -1 (none) or a query row 0..{n - 1}."
             )
         return int(value)
 
@@ -339,7 +343,7 @@ class AttentionMatrixView(_AttnWidget):
         layers, heads, n = self.shape
         return (
             f"AttentionMatrixView(n={n}, layers={layers}, heads={heads}, layer={self.layer}, "
-            f"head={self.head!r}, selected_row={self.selected_row})"
+            f"head={self.head}, selected_token={self.selected_token})"
         )
 
 

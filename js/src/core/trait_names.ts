@@ -16,6 +16,7 @@ import type { ComputeRequest, ErrorReply, LayerReply, LayerRequest, PathsReply, 
 import type { FlowTraits } from "../flow/flow_types";
 import type { GenerationTraits } from "../generation/generation_types";
 import type { ImageTraits } from "../image/image_types";
+import type { MatrixTraits } from "../matrix/matrix_types";
 import type { NeuronTraits } from "../attention/neuron_types";
 import type { SaliencyTraits } from "../saliency/saliency_types";
 
@@ -107,3 +108,19 @@ const error: Names<ErrorReply> = { type: true, id: true, message: true };
 export const FLOW_MESSAGE_KEYS: Record<string, string[]> = Object.fromEntries(
   Object.entries({ compute, request, progress, paths, layer, stale, error }).map(([type, names]) => [type, Object.keys(names).sort()]),
 );
+
+/**
+ * The synced selection traits of each view whose "nothing selected" value
+ * is NONE (core/types.ts), as in Python's SELECTION_TRAITS
+ * (attnwidget/views/core/selection.py; fixture selection.json).
+ */
+export const SELECTION_TRAITS: Record<string, readonly string[]> = {
+  saliency: ["selected_token"] satisfies (keyof SaliencyTraits)[],
+  head: ["selected_token"] satisfies (keyof HeadTraits)[],
+  model: ["layer", "head", "selected_token"] satisfies (keyof ModelTraits)[],
+  flow: ["selected_token"] satisfies (keyof FlowTraits)[],
+  matrix: ["head", "selected_token"] satisfies (keyof MatrixTraits)[],
+  image: ["head", "selected_patch"] satisfies (keyof ImageTraits)[],
+  alignment: ["selected_output", "selected_input"] satisfies (keyof AlignmentTraits)[],
+  generation: ["selected_step"] satisfies (keyof GenerationTraits)[],
+};

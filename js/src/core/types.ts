@@ -13,6 +13,12 @@
  * `shape` trait; float32 unless a view says otherwise (buffers.ts decodes).
  */
 
+/**
+ * The value of a selection trait (a token, row, step, head, patch) when
+ * nothing is selected, in every view (Python: attnwidget/views/core/selection.py).
+ */
+export const NONE = -1;
+
 /** A binary trait value as a front end may deliver it. */
 export type Binary = DataView | ArrayBuffer | ArrayBufferView;
 

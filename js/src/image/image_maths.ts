@@ -156,13 +156,15 @@ export function queryRow(selected: readonly number[], cols: number): number {
   return selected.length === 2 ? 1 + (selected[0] as number) * cols + (selected[1] as number) : 0;
 }
 
-/** A selection trait value as a patch inside the grid, or null. */
+/** The `selected_patch` trait (a row-major patch index, -1 for none) as a patch inside the grid, or null. */
 export function asPatch(value: unknown, rows: number, cols: number): Patch | null {
-  if (!Array.isArray(value) || value.length !== 2) return null;
-  const [row, col] = value as unknown[];
-  if (!Number.isInteger(row) || !Number.isInteger(col)) return null;
-  if ((row as number) < 0 || (row as number) >= rows || (col as number) < 0 || (col as number) >= cols) return null;
-  return [row as number, col as number];
+  if (typeof value !== "number" || !Number.isInteger(value) || value < 0 || value >= rows * cols) return null;
+  return [Math.floor(value / cols), value % cols];
+}
+
+/** A patch (or none: null, []) as the `selected_patch` trait: row * cols + col, -1 for none. */
+export function patchIndex(patch: readonly number[] | null, cols: number): number {
+  return patch && patch.length === 2 ? (patch[0] as number) * cols + (patch[1] as number) : -1;
 }
 
 /**

@@ -68,8 +68,8 @@ export interface ImageTraits extends BaseTraits {
   layer: number;
   /** Head of query_attention, -1: mean over heads. Synced both ways. */
   head: number;
-  /** [row, col] of the selected patch, [] for none. Synced both ways. */
-  selected_patch: number[];
+  /** The selected patch's row-major index (row * cols + col), -1 for none. Synced both ways. */
+  selected_patch: number;
   /** Opacity of the map over the image, 0..1. Synced both ways. */
   opacity: number;
 }

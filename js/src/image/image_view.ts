@@ -26,7 +26,7 @@ import { gradient } from "../core/colors";
 import { h, microtaskScheduler, saveTraits, styleElement } from "../core/dom";
 import { formatPercent } from "../core/format";
 import { decodeImage, drawComposite, drawOutlines, mapCanvas, thumbElements, type Picture } from "./image_draw";
-import { asPatch, fitSize, mapRange, patchAfterKey, patchAt, queryRow, type MapRange, type Patch } from "./image_maths";
+import { asPatch, fitSize, mapRange, patchAfterKey, patchAt, patchIndex, queryRow, type MapRange, type Patch } from "./image_maths";
 import { readData, scoreMapOf, scoresOf, smallMapOf, type Data, type ScoreMap } from "./image_data";
 import { MapRequester } from "./image_state";
 import { captionText, isQueryMode, methodLabel, patchName, patchText, selectionText, type Shown } from "./image_text";
@@ -293,7 +293,7 @@ export function renderImageView({ model, el }: { model: Model; el: HTMLElement }
     if (!patch || !data) return;
     const selected = asPatch(model.get("selected_patch"), data.rows, data.cols);
     const same = selected && selected[0] === patch[0] && selected[1] === patch[1];
-    save({ selected_patch: same ? [] : [patch[0], patch[1]] });
+    save({ selected_patch: same ? -1 : patchIndex(patch, data.cols) });
   };
   const onThumb = (event: MouseEvent): void => {
     const thumb = (event.target as Element | null)?.closest?.(".attnw-image-thumb") as HTMLElement | null;
@@ -305,7 +305,7 @@ export function renderImageView({ model, el }: { model: Model; el: HTMLElement }
     const next = patchAfterKey(event.key, selected, data.rows, data.cols);
     if (next === null) return;
     event.preventDefault();
-    save({ selected_patch: [...next] });
+    save({ selected_patch: patchIndex(next, data.cols) });
   };
   const onOpacity = (): void => save({ opacity: Number(opacity.value) });
 

@@ -8,8 +8,6 @@
 import type { WireMeta } from "../core/buffers";
 import type { BaseTraits, Binary } from "../core/types";
 
-/** "mean": the mean over the layer's heads. */
-export type Head = number | "mean";
 
 export interface MatrixTraits extends BaseTraits {
   _view: "matrix";
@@ -35,20 +33,20 @@ export interface MatrixTraits extends BaseTraits {
   notice: string;
   /** Synced both ways. */
   layer: number;
-  /** Synced both ways. */
-  head: Head;
+  /** A head id, or -1 for the mean over the layer's heads. Synced both ways. */
+  head: number;
   /** "max" or "mean": how coarse levels pool. */
   pool: string;
   /** "linear" or "log" (synced). */
   color_scale: string;
-  /** The pinned query row, -1 for none (synced). */
-  selected_row: number;
+  /** The pinned query row (a token index), -1 for none (synced). */
+  selected_token: number;
 }
 
 /** Every trait of MatrixTraits (the JS tests compare them with Python's). */
 export const MATRIX_TRAITS: readonly (keyof MatrixTraits)[] = [
   "_view", "tokens", "shape", "kept", "tile_size", "levels", "version", "overview", "overview_meta",
-  "value_range", "caption", "notice", "layer", "head", "pool", "color_scale", "selected_row",
+  "value_range", "caption", "notice", "layer", "head", "pool", "color_scale", "selected_token",
 ];
 
 /** page -> kernel: the tiles of one level the page lacks. */

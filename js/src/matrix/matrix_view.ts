@@ -10,11 +10,11 @@
  *   then finer tiles over it); the tiles it lacks at the level the zoom needs
  *   are asked for, and drawn when they come.
  * - Hover: the query and key tokens and the weight; click a cell to pin its
- *   row (selected_row, synced; again or Esc to unpin).
+ *   row (selected_token, synced; again or Esc to unpin).
  *
  * Test hooks on the root: data-state (waiting | ready | error), data-draws
  * (frames painted), data-level, data-pending (tiles in flight),
- * data-version, data-selected-row, data-layer, data-head.
+ * data-version, data-selected-token, data-layer, data-head.
  */
 import type { AnyModel } from "@anywidget/types";
 
@@ -26,7 +26,7 @@ import {
   blockOf, cellAt, centreOn, fitViewport, levelFor, panBy, TileCache, valueAt, visibleTiles, zoomAt,
   type Tile, type Viewport,
 } from "./matrix_state";
-import type { Head, MatrixTraits } from "./matrix_types";
+import type { MatrixTraits } from "./matrix_types";
 import styles from "./matrix.css";
 import baseStyles from "../core/base.css";
 
@@ -113,7 +113,7 @@ export function renderMatrixView({ model, el }: { model: Model; el: HTMLElement 
 
   const frame = (): Frame => ({
     vp, rows: n, cols: n, tokens: model.get("tokens") ?? [], level: levelFor(vp.scale, levels().length), levels: levels(),
-    tile: model.get("tile_size"), cache, overview, scale: scaleOf(), selectedRow: model.get("selected_row"),
+    tile: model.get("tile_size"), cache, overview, scale: scaleOf(), selectedRow: model.get("selected_token"),
     hover, left: LEFT, top: TOP, colors: palette,
   });
 
@@ -160,18 +160,18 @@ export function renderMatrixView({ model, el }: { model: Model; el: HTMLElement 
     return `query ${span(b.r0, b.r1)} → key ${span(b.c0, b.c1)}: ${pooled}${value}`;
   };
   const showStatus = (): void => {
-    const row = model.get("selected_row");
+    const row = model.get("selected_token");
     const tokens = model.get("tokens") ?? [];
     if (hover) status.textContent = describe(hover);
     else if (row >= 0) status.textContent = `pinned query ${row} ${JSON.stringify(displayToken(tokens[row] ?? ""))} (click it again or Esc to unpin)`;
     else status.textContent = lastError;
-    root.dataset.selectedRow = String(row);
+    root.dataset.selectedToken = String(row);
   };
 
   const fillSelects = (): void => {
     const [layers = 0, heads = 0] = model.get("shape") ?? [];
     layerSelect.replaceChildren(...Array.from({ length: layers }, (_, l) => h("option", { text: String(l), attrs: { value: l } })));
-    const options = [h("option", { text: "mean", attrs: { value: "mean" } })];
+    const options = [h("option", { text: "mean", attrs: { value: -1 } })];
     for (let k = 0; k < heads; k++) options.push(h("option", { text: String(k), attrs: { value: k } }));
     headSelect.replaceChildren(...options);
     headSelect.disabled = heads === 0;
@@ -268,8 +268,8 @@ export function renderMatrixView({ model, el }: { model: Model; el: HTMLElement 
     const [px, py] = plotPoint(event);
     const cell = cellAt(vp, px, py, n, n);
     if (!cell) return;
-    const row = model.get("selected_row") === cell.row ? -1 : cell.row;
-    model.set("selected_row", row);
+    const row = model.get("selected_token") === cell.row ? -1 : cell.row;
+    model.set("selected_token", row);
     model.save_changes();
   };
   const onLeave = (): void => {
@@ -296,8 +296,8 @@ export function renderMatrixView({ model, el }: { model: Model; el: HTMLElement 
   };
   const onKey = (event: KeyboardEvent): void => {
     const moves: Record<string, [number, number]> = { ArrowLeft: [60, 0], ArrowRight: [-60, 0], ArrowUp: [0, 60], ArrowDown: [0, -60] };
-    if (event.key === "Escape" && model.get("selected_row") >= 0) {
-      model.set("selected_row", -1);
+    if (event.key === "Escape" && model.get("selected_token") >= 0) {
+      model.set("selected_token", -1);
       model.save_changes();
     } else if (event.key === "+" || event.key === "=") zoomBy(2);
     else if (event.key === "-") zoomBy(0.5);
@@ -313,8 +313,7 @@ export function renderMatrixView({ model, el }: { model: Model; el: HTMLElement 
     model.save_changes();
   };
   const onHead = (): void => {
-    const value: Head = headSelect.value === "mean" ? "mean" : Number(headSelect.value);
-    model.set("head", value);
+    model.set("head", Number(headSelect.value));
     model.save_changes();
   };
   const onScale = (): void => {
@@ -361,7 +360,7 @@ export function renderMatrixView({ model, el }: { model: Model; el: HTMLElement 
     ["change:tokens", setup],
     ["change:levels", setup],
     ["change:version", load],
-    ["change:selected_row", onSelected],
+    ["change:selected_token", onSelected],
     ["change:layer", onControls],
     ["change:head", onControls],
     ["change:caption", onControls],

@@ -10,11 +10,14 @@ import { decodeArray, type WireMeta } from "../../src/core/buffers";
 import { decodePathsReply, productPaths, rawPaths, residualAdjust, type PathData } from "../../src/flow/flow_paths";
 import type { PathsReply } from "../../src/flow/flow_messages";
 import { formatNumber } from "../../src/core/format";
-import { FLOW_MESSAGE_KEYS, TRAIT_NAMES } from "../../src/core/trait_names";
+import { FLOW_MESSAGE_KEYS, SELECTION_TRAITS, TRAIT_NAMES } from "../../src/core/trait_names";
+import { NONE } from "../../src/core/types";
+import { MATRIX_TRAITS } from "../../src/matrix/matrix_types";
 import messages from "../fixtures/messages.json";
 import attention from "../fixtures/attention.json";
 import formatCases from "../fixtures/format.json";
 import paths from "../fixtures/paths.json";
+import selection from "../fixtures/selection.json";
 import traits from "../fixtures/traits.json";
 import wire from "../fixtures/wire.json";
 
@@ -108,6 +111,19 @@ describe("trait interfaces name exactly the Python traits", () => {
   for (const [view, names] of Object.entries(traits)) {
     test(view, () => assert.deepEqual(TRAIT_NAMES[view], names));
   }
+});
+
+describe("selection traits: the same in every view, and NONE means nothing selected", () => {
+  test("NONE is Python's", () => assert.equal(NONE, selection.none));
+  test("the same views and traits as Python's SELECTION_TRAITS", () => {
+    assert.deepEqual(SELECTION_TRAITS, selection.traits);
+  });
+  test("each is a synced trait of its view", () => {
+    const names: Record<string, readonly string[]> = { ...TRAIT_NAMES, matrix: [...MATRIX_TRAITS] };
+    for (const [view, list] of Object.entries(SELECTION_TRAITS)) {
+      for (const name of list) assert.ok(names[view]?.includes(name), `${view}.${name}`);
+    }
+  });
 });
 
 describe("FlowView message schemas name exactly the Python TypedDicts' keys", () => {

@@ -5,6 +5,7 @@ import { MISSING, PUOR, VIRIDIS } from "../../src/core/colors";
 import { formatNumber } from "../../src/core/format";
 import {
   asPatch,
+  patchIndex,
   colorize,
   fitSize,
   mapRange,
@@ -142,9 +143,14 @@ describe("selection", () => {
     assert.equal(queryRow([2, 3], 4), 12);
   });
 
-  test("asPatch accepts only a [row, col] inside the grid", () => {
-    assert.deepEqual(asPatch([1, 2], 3, 3), [1, 2]);
-    for (const bad of [[], [3, 0], [0, -1], [1.5, 0], [1], "1,2", null, [0, 0, 0]]) assert.equal(asPatch(bad, 3, 3), null);
+  test("asPatch reads a row-major index inside the grid; patchIndex writes it", () => {
+    assert.deepEqual(asPatch(5, 3, 4), [1, 1]);
+    assert.deepEqual(asPatch(11, 3, 4), [2, 3]);
+    for (const bad of [-1, 12, 1.5, [1, 2], "1", null]) assert.equal(asPatch(bad, 3, 4), null);
+    assert.equal(patchIndex([2, 3], 4), 11);
+    assert.equal(patchIndex([], 4), -1);
+    assert.equal(patchIndex(null, 4), -1);
+    for (let k = 0; k < 12; k++) assert.equal(patchIndex(asPatch(k, 3, 4), 4), k);
   });
 
   test("patchAfterKey moves within the grid and Esc clears", () => {
