@@ -325,14 +325,14 @@ def top_patch_locations(
     and counts where each method's highest-scored patch lies (target, distractor,
     background; see :func:`attnwidget.evaluation.patch_location`).
     """
-    import attnwidget
     from attnwidget.evaluation import patch_location
+    from attnwidget.pipeline.explain import explain
 
     methods = ("rollout", "grad_attention")
     counts = {m: dict.fromkeys(("target", "distractor", "background"), 0) for m in methods}
     records = shapes.generate(n, seed=seed, split="test")
     for record in records:
-        exp = attnwidget.explain(model, processor, record.image, methods=list(methods))
+        exp = explain(model, processor, record.image, methods=list(methods))
         for m in methods:
             place = patch_location(
                 exp.patch_scores(m), record.mask, record.distractor_mask, exp.patch_size

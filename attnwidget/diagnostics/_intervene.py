@@ -33,7 +33,11 @@ from torch import nn
 
 from attnwidget.capture.state import all_configs, capture_ready
 from attnwidget.errors import ModelNotSupportedError
-from attnwidget.relevance._interface import UNSUPPORTED_KWARGS, register_attention, repeat_kv_heads
+from attnwidget.relevance.attention_interface import (
+    UNSUPPORTED_KWARGS,
+    register_attention,
+    repeat_kv_heads,
+)
 
 #: Name under which :func:`attention_function` is registered with transformers.
 IMPLEMENTATION = "attnwidget_diagnostics"
@@ -111,7 +115,7 @@ def allowed_keys(attention_mask: torch.Tensor | None, weights: torch.Tensor) -> 
 
 def register(*, required: bool = True) -> bool:
     """Register :func:`attention_function` (transformers ≥ 5.0; see
-    :func:`attnwidget.relevance._interface.register_attention`)."""
+    :func:`attnwidget.relevance.attention_interface.register_attention`)."""
     try:
         return register_attention(IMPLEMENTATION, attention_function, required=required)
     except ModelNotSupportedError as error:

@@ -33,7 +33,7 @@ import torch
 from torch import nn
 
 from attnwidget.errors import ModelNotSupportedError
-from attnwidget.relevance._interface import UNSUPPORTED_KWARGS, register_attention
+from attnwidget.relevance.attention_interface import UNSUPPORTED_KWARGS, register_attention
 from attnwidget.relevance.chefer.rules import matmul_split, pass_through
 
 #: Name under which the function is registered with transformers.
@@ -181,5 +181,5 @@ def chefer_attention(
 
 def register(*, required: bool = True) -> bool:
     """Register :func:`chefer_attention` under :data:`IMPLEMENTATION` (see
-    :func:`attnwidget.relevance._interface.register_attention`: transformers ≥ 5.0)."""
+    :func:`attnwidget.relevance.attention_interface.register_attention`: transformers ≥ 5.0)."""
     return register_attention(IMPLEMENTATION, chefer_attention, required=required)

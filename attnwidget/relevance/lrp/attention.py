@@ -38,7 +38,11 @@ import torch
 from torch import nn
 
 from attnwidget.errors import ModelNotSupportedError
-from attnwidget.relevance._interface import UNSUPPORTED_KWARGS, register_attention, repeat_kv_heads
+from attnwidget.relevance.attention_interface import (
+    UNSUPPORTED_KWARGS,
+    register_attention,
+    repeat_kv_heads,
+)
 from attnwidget.relevance.lrp.rules import uniform_rule
 
 #: Name under which the function is registered with transformers.
@@ -151,5 +155,5 @@ def _attention(
 
 def register(*, required: bool = True) -> bool:
     """Register :func:`lrp_attention` under :data:`IMPLEMENTATION` (see
-    :func:`attnwidget.relevance._interface.register_attention`: transformers ≥ 5.0)."""
+    :func:`attnwidget.relevance.attention_interface.register_attention`: transformers ≥ 5.0)."""
     return register_attention(IMPLEMENTATION, lrp_attention, required=required)
