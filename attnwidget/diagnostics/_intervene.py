@@ -34,9 +34,11 @@ from torch import nn
 from attnwidget.capture.state import all_configs, capture_ready
 from attnwidget.errors import ModelNotSupportedError
 from attnwidget.relevance.attention_interface import (
-    UNSUPPORTED_KWARGS,
+    check_plain_attention,
+    default_scaling,
     register_attention,
     repeat_kv_heads,
+    softmax_weights,
 )
 
 #: Name under which :func:`attention_function` is registered with transformers.
@@ -75,21 +77,16 @@ def attention_function(
     (B, H_kv, n, d); returns ``(output (B, n, H, d), weights (B, H, n, n))``.
     No dropout (the diagnostics run in eval mode).
     """
-    for name in UNSUPPORTED_KWARGS:
-        if kwargs.get(name) is not None:
-            raise ModelNotSupportedError(
-                f"attention with {name!r} is not plain softmax attention; the diagnostics "
-                "edit softmax probabilities only."
-            )
-    if scaling is None:
-        scaling = query.shape[-1] ** -0.5
+    check_plain_attention(
+        kwargs, "is not plain softmax attention; the diagnostics edit softmax probabilities only."
+    )
+    scaling = default_scaling(query, scaling)
     key = repeat_kv_heads(key, query.shape[1])
     value = repeat_kv_heads(value, query.shape[1])
     logits = torch.matmul(query, key.transpose(-1, -2)) * scaling
     if attention_mask is not None:
         logits = logits + attention_mask[..., : key.shape[-2]]
-    dtype = torch.promote_types(logits.dtype, torch.float32)
-    weights = torch.softmax(logits, dim=-1, dtype=dtype).to(query.dtype)
+    weights = softmax_weights(logits, query)
     state = _ACTIVE.get()
     if state is not None:
         edit = state.edits.get(state.calls)

@@ -37,6 +37,30 @@ MINIMUM_MAJOR = 5
 UNSUPPORTED_KWARGS = ("s_aux", "softcap", "sinks", "head_mask")
 
 
+def check_plain_attention(kwargs: dict[str, Any], reason: str, *, prefix: str = "") -> None:
+    """Refuse the interface's keywords that are not plain softmax attention.
+
+    Raises :class:`ModelNotSupportedError` ``f"{prefix}attention with {name!r} {reason}"``
+    for the first of :data:`UNSUPPORTED_KWARGS` that ``kwargs`` sets.
+    """
+    for name in UNSUPPORTED_KWARGS:
+        if kwargs.get(name) is not None:
+            raise ModelNotSupportedError(f"{prefix}attention with {name!r} {reason}")
+
+
+def default_scaling(query: Any, scaling: float | None) -> float:
+    """The interface's ``scaling``, or 1/√d as transformers' eager functions use."""
+    return float(query.shape[-1] ** -0.5) if scaling is None else scaling
+
+
+def softmax_weights(logits: Any, like: Any) -> Any:
+    """Softmax over the keys in at least float32, cast to ``like``'s dtype (eager's rule)."""
+    import torch
+
+    dtype = torch.promote_types(logits.dtype, torch.float32)
+    return torch.softmax(logits, dim=-1, dtype=dtype).to(like.dtype)
+
+
 def repeat_kv_heads(tensor: Any, heads: int) -> Any:
     """Grouped-query attention: repeat each key/value head (dim 1) to ``heads`` heads."""
     if tensor.shape[1] == heads:

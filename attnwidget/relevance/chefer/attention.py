@@ -33,7 +33,13 @@ import torch
 from torch import nn
 
 from attnwidget.errors import ModelNotSupportedError
-from attnwidget.relevance.attention_interface import UNSUPPORTED_KWARGS, register_attention
+from attnwidget.relevance.attention_interface import (
+    check_plain_attention,
+    default_scaling,
+    register_attention,
+    repeat_kv_heads,
+    softmax_weights,
+)
 from attnwidget.relevance.chefer.rules import matmul_split, pass_through
 
 #: Name under which the function is registered with transformers.
@@ -140,30 +146,22 @@ def chefer_attention(
     refused: the paper's rules cover self-attention only.
     """
     calls = _ACTIVE.get()
-    for name in UNSUPPORTED_KWARGS:
-        if kwargs.get(name) is not None:
-            raise ModelNotSupportedError(
-                f"{type(module).__name__}: attention with {name!r} has no rule of Chefer, Gur & "
-                f"Wolf (2021); {_HINT}"
-            )
+    check_plain_attention(
+        kwargs,
+        f"has no rule of Chefer, Gur & Wolf (2021); {_HINT}",
+        prefix=f"{type(module).__name__}: ",
+    )
     if calls is not None and key.shape[-2] != query.shape[-2]:
         raise ModelNotSupportedError(
             f"{type(module).__name__} attends from {query.shape[-2]} to {key.shape[-2]} "
             f"positions (cross-attention or a cache); the paper's rules cover self-attention; "
             f"{_HINT}"
         )
-    if scaling is None:
-        scaling = query.shape[-1] ** -0.5
+    scaling = default_scaling(query, scaling)
     if calls is not None:
         query, key = _unrotate(query, calls), _unrotate(key, calls)
-    heads = query.shape[1]
-    if key.shape[1] != heads:
-        if heads % key.shape[1]:
-            raise ModelNotSupportedError(
-                f"{heads} query heads cannot share {key.shape[1]} key/value heads evenly."
-            )
-        key = key.repeat_interleave(heads // key.shape[1], dim=1)
-        value = value.repeat_interleave(heads // value.shape[1], dim=1)
+    key = repeat_kv_heads(key, query.shape[1])
+    value = repeat_kv_heads(value, query.shape[1])
     # Q·Kᵀ unscaled, as in the authors' code (the split does not depend on a
     # scale factor, apart from the stabiliser); then scaling, mask and softmax,
     # all of which pass relevance unchanged.
@@ -171,8 +169,7 @@ def chefer_attention(
     logits = raw.detach() * scaling
     if attention_mask is not None:
         logits = logits + attention_mask
-    weights = torch.softmax(logits, dim=-1, dtype=torch.promote_types(logits.dtype, torch.float32))
-    weights = pass_through(raw, weights.to(query.dtype))
+    weights = pass_through(raw, softmax_weights(logits, query))
     output = matmul_split(weights, value, 0.5)
     if calls is not None:
         calls.modules.append(module)

@@ -37,11 +37,12 @@ from typing import Any
 import torch
 from torch import nn
 
-from attnwidget.errors import ModelNotSupportedError
 from attnwidget.relevance.attention_interface import (
-    UNSUPPORTED_KWARGS,
+    check_plain_attention,
+    default_scaling,
     register_attention,
     repeat_kv_heads,
+    softmax_weights,
 )
 from attnwidget.relevance.lrp.rules import uniform_rule
 
@@ -102,11 +103,7 @@ def lrp_attention(
     implementations of transformers. Dropout is not applied (LRP runs in eval
     mode); attention variants with sinks or logit soft-capping are refused.
     """
-    for name in UNSUPPORTED_KWARGS:
-        if kwargs.get(name) is not None:
-            raise ModelNotSupportedError(
-                f"attention with {name!r} has no LRP rule here; only plain softmax attention."
-            )
+    check_plain_attention(kwargs, "has no LRP rule here; only plain softmax attention.")
     ledger = _ACTIVE.get()
     inline = getattr(ledger, "inline", None)
     if inline is None:
@@ -126,16 +123,14 @@ def _attention(
     scaling: float | None,
     ledger: AttentionLedger | None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    if scaling is None:
-        scaling = query.shape[-1] ** -0.5
+    scaling = default_scaling(query, scaling)
     key = repeat_kv_heads(key, query.shape[1])
     value = repeat_kv_heads(value, query.shape[1])
     if ledger is not None:
         query, key, value = uniform_rule(query), uniform_rule(key), uniform_rule(value)
     scores = torch.matmul(query, key.transpose(-1, -2)) * scaling
     logits = scores if attention_mask is None else scores + attention_mask
-    weights = torch.softmax(logits, dim=-1, dtype=torch.promote_types(logits.dtype, torch.float32))
-    weights = weights.to(query.dtype)
+    weights = softmax_weights(logits, query)
     mixing = weights
     if ledger is not None:
         mixing = uniform_rule(weights)
