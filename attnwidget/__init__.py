@@ -12,6 +12,7 @@ intervene on attention, above the methods). Nothing lower imports anything highe
 import importlib
 from typing import Any
 
+from attnwidget._version import __version__
 from attnwidget.errors import (
     AttentionRowSumWarning,
     AttentionShapeError,
@@ -39,14 +40,12 @@ from attnwidget.methods import (
     register,
 )
 from attnwidget.methods.chefer2021 import chefer2021
-from attnwidget.methods.lrp import lrp
 from attnwidget.methods.rollout import rollout
 from attnwidget.pipeline.explain import DEFAULT_METHODS, explain
 from attnwidget.pipeline.generation import explain_generation
+from attnwidget.pipeline.lrp import explain_lrp, lrp
 from attnwidget.results.explanation import Explanation
 from attnwidget.results.generation import GenerationExplanation
-
-__version__ = "0.1.0"
 
 __all__ = [
     "DEFAULT_METHODS",
@@ -86,12 +85,13 @@ __all__ = [
     "evaluate",
     "explain",
     "explain_generation",
+    "explain_lrp",
     "get_method",
     "grad_attention",
     "head_view",
     "input_x_gradient",
     "integrated_gradients",
-    "lrp",
+    "lrp",  # deprecated alias of explain_lrp, removed in the next release
     "method_info",
     "model_view",
     "raw_attention",

@@ -325,13 +325,13 @@ def test_explain_gives_lrp_and_chefer2021_on_every_family(family: str) -> None:
 
 def test_lrp_function_is_explain_with_the_method() -> None:
     model, tokenizer = build("bert-cls")
-    alone = attnwidget.methods.lrp.lrp(model, tokenizer, TEXT, target=1, epsilon=0.0)
+    alone = attnwidget.explain_lrp(model, tokenizer, TEXT, target=1, epsilon=0.0)
     via = attnwidget.explain(
         model, tokenizer, TEXT, target=1, methods=["lrp"], method_options={"lrp": {"epsilon": 0.0}}
     )
     assert alone.target_id == 1
     assert np.array_equal(alone.scores["lrp"], via.scores["lrp"])
-    full = attnwidget.methods.lrp.lrp(model, tokenizer, TEXT, embeddings="input")
+    full = attnwidget.explain_lrp(model, tokenizer, TEXT, embeddings="input")
     assert np.allclose(full.scores["lrp"], full.details["lrp"]["input_relevance"])
 
 

@@ -56,8 +56,10 @@ def test_additive(kind: str) -> None:
     eye = np.eye(2)
     got = attention_scores(Q, K, kind, W1=eye, W2=-eye, v_a=[1.0, 2.0])
     np.testing.assert_allclose(got, expected)
-    # `v` is another name for v_a in attention_scores (not in attention, where v = values)
-    np.testing.assert_allclose(attention_scores(Q, K, kind, W1=eye, W2=-eye, v=[1, 2]), expected)
+    # `v`, the deprecated name of v_a in attention_scores (in attention, v = values)
+    with pytest.warns(DeprecationWarning, match="use v_a= instead"):
+        old = attention_scores(Q, K, kind, W1=eye, W2=-eye, v=[1, 2])
+    np.testing.assert_allclose(old, expected)
 
 
 def test_additive_hidden_size_differs_from_d() -> None:

@@ -8,7 +8,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from attnwidget import __version__
+from attnwidget._keywords import check_keywords, warn_renamed
+from attnwidget._version import __version__
 from attnwidget.capture import ENCODER_DECODER, IMAGE, model_kind
 from attnwidget.capture.run import blank_token_id
 from attnwidget.capture.tokens import max_length
@@ -22,10 +23,11 @@ from attnwidget.methods import get_method
 from attnwidget.methods.registry import resolve_method_options
 
 
+@check_keywords(renamed={"data": "examples"})
 def evaluate(
     model: Any,
     tokenizer: Any,
-    data: Any,
+    examples: Any,
     *,
     methods: Sequence[str],
     metrics: Sequence[str],
@@ -37,7 +39,7 @@ def evaluate(
     executor: Any = "local",
     n_workers: int | None = None,
     batch_size: int = 16,
-    target: str = "predicted",
+    target: str | None = None,
     method_options: dict[str, dict[str, Any]] | None = None,
     columns: Mapping[str, str] | None = None,
     truncation: bool = False,
@@ -52,7 +54,7 @@ def evaluate(
     """Explain every example with every method and score the explanations.
 
     Each example is explained by :func:`attnwidget.explain` (the predicted
-    class, or the example's label with ``target="label"``), and each
+    class, ``target=None``, or the example's label with ``target="label"``), and each
     method's token scores are scored by each metric of
     :mod:`attnwidget.evaluation.metrics_registry`: faithfulness (ERASER's
     comprehensiveness / sufficiency AOPC, DeYoung et al. 2020; Chefer, Gur &
@@ -64,10 +66,12 @@ def evaluate(
     Args:
         model, tokenizer: a Hugging Face text classifier or (masked / causal)
             language model and its tokenizer.
-        data: a list of texts, a list of dicts (``id``, ``text``, ``label``,
+        examples: a list of texts, a list of dicts (``id``, ``text``, ``label``,
             ``text_pair``), a pandas DataFrame, a ``datasets.Dataset`` or an
             annotation Store; ``columns`` renames the fields, e.g.
             ``{"text": "sentence"}``. Ids (default: the position) must be unique.
+            Named ``data`` before (still accepted for one release, with a
+            DeprecationWarning).
         methods: method names (:func:`attnwidget.available_methods`).
         metrics: metric names (:func:`~attnwidget.evaluation.available_metrics`);
             an unknown name raises :class:`InputError` listing the valid ones.
@@ -93,7 +97,10 @@ def evaluate(
         batch_size: examples per chunk: explained together, written together,
             one Dask task. Part of the settings (it changes the batches and
             so the last bits of the numbers).
-        target: ``"predicted"`` (default) or ``"label"``.
+        target: None (default: the predicted class, as in
+            :func:`attnwidget.explain`) or ``"label"`` (each example's label).
+            ``"predicted"``, the old spelling of None, still works for one
+            release, with a DeprecationWarning.
         method_options: per-method options, as in :func:`attnwidget.explain`.
         truncation: cut texts longer than the model's maximum (else refused).
         replacement_id: the token id put in place of a removed token
@@ -128,22 +135,28 @@ def evaluate(
         raise InputError(f"methods lists a name more than once: {names}.")
     resolve_method_options([get_method(n) for n in names], method_options)
     chosen = resolve_metrics(metrics, have_rationales=rationales is not None)
-    if target not in TARGETS:
-        raise InputError(f"target={target!r}: use 'predicted' or 'label'.")
+    if isinstance(target, str) and target == "predicted":  # the old spelling of None
+        warn_renamed("evaluate", "target='predicted'", "target=None", stacklevel=4)
+        target = None
+    if target is not None and target not in TARGETS:
+        raise InputError(
+            f"target={target!r}: use None (the predicted class) or 'label' (each example's label)."
+        )
+    plan_target = "predicted" if target is None else target  # the results file's spelling
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise InputError(f"batch_size={batch_size!r}: pass a positive int.")
     executors.check_executor(executor, n_workers)
-    examples = dataset.as_examples(data, columns)
+    records = dataset.as_examples(examples, columns)
     if target == "label":
-        missing = [e.id for e in examples if e.label is None]
+        missing = [e.id for e in records if e.label is None]
         if missing:
             raise InputError(f"target='label' but examples {missing[:5]} have no label.")
     limit = max_length(model, tokenizer) if truncation else None
-    human: list[Any] = [None] * len(examples)
+    human: list[Any] = [None] * len(records)
     if rationales is not None:
-        collected = dataset.collect_rationales(rationales, examples, annotator)
+        collected = dataset.collect_rationales(rationales, records, annotator)
         human = dataset.token_rationales(
-            tokenizer, examples, collected, unit=rationale_unit, limit=limit
+            tokenizer, records, collected, unit=rationale_unit, limit=limit
         )
     if rationale_k is not None and (
         isinstance(rationale_k, bool) or not isinstance(rationale_k, int) or rationale_k < 0
@@ -157,7 +170,7 @@ def evaluate(
         methods=tuple(names),
         metrics=chosen,
         replacement_id=blank,
-        target=target,
+        target=plan_target,
         method_options=method_options,
         truncation=bool(truncation),
         torch_threads=torch_threads,
@@ -165,11 +178,11 @@ def evaluate(
         k=int(k),
     )
     tasks = [
-        ChunkTask(i, tuple(examples[p] for p in run), tuple(human[p] for p in run))
-        for i, run in enumerate(dataset.chunks(len(examples), batch_size))
+        ChunkTask(i, tuple(records[p] for p in run), tuple(human[p] for p in run))
+        for i, run in enumerate(dataset.chunks(len(records), batch_size))
     ]
     config = _config(plan, batch_size, model, tokenizer, store is not None)
-    digests = {e.position: dataset.digest(e, h) for e, h in zip(examples, human, strict=True)}
+    digests = {e.position: dataset.digest(e, h) for e, h in zip(records, human, strict=True)}
     results: dict[int, ChunkResult] = {}
     results_file = None if store is None else ResultsFile(store, config)
     try:
@@ -188,7 +201,7 @@ def evaluate(
             plan,
             executor,
             n_workers,
-            len(examples),
+            len(records),
             loaded,
             progress,
         )
@@ -197,7 +210,7 @@ def evaluate(
             results_file.close()
     return EvaluationResult(
         chunks=list(results.values()),
-        examples=examples,
+        examples=records,
         methods=names,
         metrics=chosen,
         config={
@@ -207,7 +220,7 @@ def evaluate(
             "n_resamples": n_resamples,
             "seed": seed,
         },
-        n_computed=len(examples) - loaded,
+        n_computed=len(records) - loaded,
         n_loaded=loaded,
         store=None if store is None else Path(store),
         model=model if keep_model else None,

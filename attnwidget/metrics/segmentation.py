@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from attnwidget.errors import InputError
+
 
 @dataclass(frozen=True)
 class SegmentationScores:
@@ -45,7 +47,7 @@ def average_precision(scores: np.ndarray, labels: np.ndarray) -> float:
     scores = np.asarray(scores, dtype=np.float64).ravel()
     labels = np.asarray(labels, dtype=bool).ravel()
     if scores.shape != labels.shape:
-        raise ValueError(f"{scores.size} scores for {labels.size} labels; pass one per pixel.")
+        raise InputError(f"{scores.size} scores for {labels.size} labels; pass one per pixel.")
     positives = int(labels.sum())
     if positives == 0:
         return 0.0
@@ -63,14 +65,17 @@ def segmentation_scores(
 ) -> SegmentationScores:
     """Pixel accuracy, mIoU and mAP of ``heatmaps`` against bool ``masks`` (same shapes)."""
     if len(heatmaps) != len(masks) or not len(masks):
-        raise ValueError(f"{len(heatmaps)} maps for {len(masks)} masks; pass one map per mask.")
+        raise InputError(f"{len(heatmaps)} maps for {len(masks)} masks; pass one map per mask.")
     correct = labelled = 0
     inter, union = np.zeros(2), np.zeros(2)
     precisions = []
     for heatmap, mask in zip(heatmaps, masks, strict=True):
         heatmap, mask = np.asarray(heatmap), np.asarray(mask, dtype=bool)
         if heatmap.shape != mask.shape:
-            raise ValueError(f"a map of shape {heatmap.shape} for a mask of shape {mask.shape}.")
+            raise InputError(
+                f"a map of shape {heatmap.shape} for a mask of shape {mask.shape}; pass one "
+                "score per mask pixel (resize the map to the mask, e.g. upsample patch scores)."
+            )
         predicted = threshold_at_mean(heatmap)
         correct += int((predicted == mask).sum())
         labelled += mask.size

@@ -7,6 +7,7 @@ from typing import Any, overload
 
 import numpy as np
 
+from attnwidget._keywords import check_keywords
 from attnwidget.capture import (
     ENCODER,
     ENCODER_DECODER,
@@ -41,6 +42,7 @@ def explain(model: Any, tokenizer: Any, text: str, **kwargs: Any) -> Explanation
 def explain(model: Any, tokenizer: Any, text: list[str], **kwargs: Any) -> list[Explanation]: ...
 
 
+@check_keywords()
 def explain(
     model: Any,
     tokenizer: Any,

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from attnwidget._keywords import check_keywords
 from attnwidget.capture import CAUSAL_LM, ENCODER_DECODER, capture_ready, model_kind
 from attnwidget.capture.generation import StepCapture, capture_steps, check_ids, decode
 from attnwidget.capture.run import Item
@@ -33,10 +34,11 @@ from attnwidget.results.generation import GenerationExplanation
 _PREFIX_NEEDS = frozenset({"attentions", "attention_grads", "embedding_grads"})
 
 
+@check_keywords(renamed={"prompt": "text"})
 def explain_generation(
     model: Any,
     tokenizer: Any,
-    prompt: str,
+    text: str,
     *,
     max_new_tokens: int = 20,
     generated: str | Sequence[int] | None = None,
@@ -46,13 +48,15 @@ def explain_generation(
     seed: int | None = None,
     readable_tokens: bool = True,
 ) -> GenerationExplanation:
-    """Generate a continuation of ``prompt`` and explain every generated token.
+    """Generate a continuation of ``text`` (the prompt) and explain every generated token.
 
     Args:
         model: a causal LM (GPT-2, Llama-style, ``attnwidget.demo.load("sva-causal")``)
             or an encoder–decoder LM (T5, BART).
         tokenizer: its tokenizer.
-        prompt: the text to continue (encoder–decoders: the source text).
+        text: the prompt, the text to continue (encoder–decoders: the source
+            text). Named ``prompt`` before; that name still works for one
+            release, with a DeprecationWarning.
         max_new_tokens: at most this many tokens are generated (greedy or
             sampled); generation stops early after an end-of-sequence token.
         generated: force this continuation instead of generating: a text
@@ -93,10 +97,10 @@ def explain_generation(
             "encoder–decoder LM (AutoModelForSeq2SeqLM: T5, BART), or explain one prediction "
             "with attnwidget.explain(model, tokenizer, text)."
         )
-    if not isinstance(prompt, str):
-        raise InputError(f"prompt must be a string, got {type(prompt).__name__}.")
-    if not prompt.strip():
-        raise InputError("prompt is empty; pass the text to continue.")
+    if not isinstance(text, str):
+        raise InputError(f"text: the prompt must be a string, got {type(text).__name__}.")
+    if not text.strip():
+        raise InputError("text: the prompt is empty; pass the text to continue.")
     if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, (int, np.integer)):
         raise InputError(f"max_new_tokens must be an int, got {type(max_new_tokens).__name__}.")
     if max_new_tokens < 1:
@@ -106,7 +110,7 @@ def explain_generation(
     names = list(DEFAULT_METHODS if methods is None else methods)
     options = resolve_method_options([get_method(name) for name in names], method_options)
     limit = max_length(model, tokenizer)
-    encoding = encode(tokenizer, prompt, text_pair=None, limit=limit, truncation=False)
+    encoding = encode(tokenizer, text, text_pair=None, limit=limit, truncation=False)
     item = _prompt_item(model, encoding, kind)
     forced = _forced_ids(tokenizer, generated, _vocab_size(model, tokenizer))
     budget = len(forced) if forced is not None else int(max_new_tokens)

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from attnwidget._keywords import warn_renamed
 from attnwidget.errors import InputError
 from attnwidget.teach._checks import as_float_array, as_matrix, as_scalar, check_kind, check_shape
 
@@ -146,9 +147,10 @@ def attention_scores(q: Any, k: Any, kind: str = "scaled_dot", **params: Any) ->
     ``kind`` is one of :data:`SCORE_KINDS` (see the module docstring for the
     formulas); its parameters are keyword arguments: ``W`` for ``general``
     (d, d) and ``location`` (n, d); ``W1`` (h, d), ``W2`` (h, d) and ``v_a``
-    (h,) for ``additive``/``concat`` (``v`` is accepted here as another name for
-    ``v_a``; :func:`attnwidget.teach.attention` needs ``v_a``, its ``v`` being
-    the values); ``beta`` (default 1) for ``cosine``. Unknown, missing or
+    (h,) for ``additive``/``concat``; ``beta`` (default 1) for ``cosine``.
+    ``v`` as a name for ``v_a`` is deprecated (one name everywhere: in
+    :func:`attnwidget.teach.attention` ``v`` is the values); it still works
+    for one release, with a DeprecationWarning. Unknown, missing or
     wrongly shaped parameters raise :class:`~attnwidget.errors.InputError`.
     The result is float64.
     """
@@ -157,6 +159,7 @@ def attention_scores(q: Any, k: Any, kind: str = "scaled_dot", **params: Any) ->
         params_v = params["v"]
         if params.get("v_a") is not None:
             raise InputError("pass the additive vector once: as v_a or as v, not both.")
+        warn_renamed("attention_scores", "v=", "v_a=")
         params = {name: value for name, value in params.items() if name != "v"}
         params["v_a"] = params_v
     unknown = sorted(set(params) - set(SCORE_PARAMS[kind]))

@@ -128,15 +128,17 @@ def lrp_rules(model: nn.Module, *, epsilon: float = DEFAULT_EPSILON) -> Iterator
     ]
     recorder = LRPRecorder(epsilon=float(epsilon))
     installer = Installer(epsilon=float(epsilon))
-    recorder.ledger.inline = installer.state
-    installer.state.ledger = recorder.ledger  # softmax attention written inline
+    state = installer.state
+    assert state is not None  # Installer always makes one
+    recorder.ledger.inline = state
+    state.ledger = recorder.ledger  # softmax attention written inline
     token = None
     try:
         _switch(model, configs)
         install_rules(model, installer, leaf_roles)
         _install_probes(model, recorder, installer)
         token = active_pass().set(recorder.ledger)
-        with InlineRules(installer.state):
+        with InlineRules(state):
             yield recorder
     finally:
         if token is not None:
@@ -205,9 +207,11 @@ def _install_probes(model: nn.Module, recorder: LRPRecorder, installer: Installe
         if frames:
             frames[-1]["claimed"] += inside
 
-    inputs = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
+    get_inputs = getattr(model, "get_input_embeddings", None)
+    inputs = get_inputs() if callable(get_inputs) else None
 
     state = installer.state
+    assert state is not None  # Installer always makes one
 
     def source(_m: nn.Module, _args: tuple, output: Any) -> None:
         # read where the lookup joins the input (see inline.InlineRules._addition)
