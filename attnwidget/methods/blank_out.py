@@ -73,8 +73,11 @@ def blank_out(
 )
 def _score_blank_out(context: ScoreContext) -> np.ndarray:
     options = context.options_for("blank_out")
+    assert context.target_probability is not None  # compute_scores checked the method's needs
     if context.pixels is not None:  # occlusion: one patch at a time
         from attnwidget.methods.pixels import patch_occlusion, pixel_baseline
+
+        assert context.patch_size is not None  # images carry their patch size
 
         kind = options["baseline"] or "mean"
         baseline = pixel_baseline(context.pixels, kind, black=context.black_pixels)

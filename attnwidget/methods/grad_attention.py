@@ -56,6 +56,7 @@ def _score_grad_attention(context: ScoreContext) -> np.ndarray:
     options = context.options_for("grad_attention")
     if context.attentions is None:  # keep="fused"/"rows": propagated during backward
         rows = context.grad_attention_rows
+        assert rows is not None  # kept by "fused" and "rows"
         _check_start_layer(options["start_layer"], rows.shape[0])
         return rows[options["start_layer"]].astype(np.float64)
     return grad_attention_row(

@@ -30,6 +30,8 @@ from attnwidget.methods.registry import ScoreContext, register
     signed=True,
 )
 def _score_input_x_gradient(context: ScoreContext) -> np.ndarray:
+    # compute_scores checked the method's needs
+    assert context.embeddings is not None and context.embedding_grads is not None
     return input_x_gradient(context.embeddings, context.embedding_grads)
 
 
@@ -77,7 +79,9 @@ def _score_input_x_gradient(context: ScoreContext) -> np.ndarray:
 )
 def _score_integrated_gradients(context: ScoreContext) -> tuple[np.ndarray, dict[str, Any]]:
     options = context.options_for("integrated_gradients")
+    assert context.target_score is not None  # compute_scores checked the method's needs
     if context.pixels is not None:
+        assert context.patch_size is not None  # images carry their patch size
         kind = options.pop("baseline")
         kind = "black" if kind is None else kind
         baseline = pixel_baseline(context.pixels, kind, black=context.black_pixels)
@@ -92,4 +96,5 @@ def _score_integrated_gradients(context: ScoreContext) -> tuple[np.ndarray, dict
             f"integrated_gradients baseline={options['baseline']!r} is an image baseline; for "
             "text pass an (n, d) array of baseline token embeddings, or None for zeros."
         )
+    assert context.embeddings is not None  # text contexts carry their embeddings
     return integrated_gradients(context.target_score, context.embeddings, **options)

@@ -154,6 +154,7 @@ def patch_occlusion(
     rows, cols = height // patch_size, width // patch_size
     base = float(np.asarray(probability(pixels[None]))[0])
     scores = np.zeros(rows * cols)
+    window: tuple[int | slice, ...]  # (channels, rows, columns) of one patch
     for start in range(0, rows * cols, batch_size):
         chunk = np.arange(start, min(start + batch_size, rows * cols))
         variants = np.repeat(pixels[None], chunk.size, axis=0)

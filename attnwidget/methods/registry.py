@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -80,6 +80,7 @@ class ScoreContext:
 
     def patch_token_scores(self, patch_values: np.ndarray) -> np.ndarray:
         """(rows·cols,) patch scores → (n,) token scores, the special tokens (first) at 0."""
+        assert self.attentions is not None  # images keep every attention map
         n = self.attentions.shape[-1]
         scores = np.zeros(n)
         scores[n - patch_values.size :] = patch_values
@@ -94,7 +95,9 @@ class ScoreContext:
         ``start_vector() @ matrix == query_row(matrix)``."""
         if self.query_weights is not None:
             return np.asarray(self.query_weights, dtype=np.float64)
-        n = (self.attention_rows if self.attentions is None else self.attentions).shape[-1]
+        maps = self.attention_rows if self.attentions is None else self.attentions
+        assert maps is not None  # keep="fused"/"rows" keeps the query rows
+        n = maps.shape[-1]
         vector = np.zeros(n)
         vector[self.query_index] = 1.0
         return vector
@@ -112,12 +115,17 @@ class ScoreContext:
         return matrix[self.query_index]
 
 
+#: A method's scorer: ``fn(context)`` → scores (n,), or (scores, details).
+Scorer = Callable[[ScoreContext], "np.ndarray | tuple[np.ndarray, dict[str, Any]]"]
+ScorerT = TypeVar("ScorerT", bound=Scorer)
+
+
 @dataclass(frozen=True)
 class MethodSpec:
     """A registered method: its name, what it needs, and how to score."""
 
     name: str
-    score: Callable[[ScoreContext], np.ndarray]
+    score: Scorer
     needs: frozenset[str]
     summary: str
     reference: str
@@ -243,8 +251,10 @@ def register(
     reference: str,
     signed: bool = False,
     options: Iterable[Option] = (),
-) -> Callable[[Callable[[ScoreContext], np.ndarray]], Callable[[ScoreContext], np.ndarray]]:
+) -> Callable[[ScorerT], ScorerT]:
     """Decorator registering ``fn(context) -> scores (n,)`` under ``name``.
+
+    ``fn`` may return ``(scores, details)`` instead, a dict the explanation keeps.
 
     ``options`` declares the method's keyword options; ``fn`` reads them,
     checked and with defaults filled in, with ``context.options_for(name)``.
@@ -261,7 +271,7 @@ def register(
     if unknown:
         raise ValueError(f"unknown needs {sorted(unknown)}; choose from {sorted(CAPABILITIES)}")
 
-    def decorator(fn: Callable[[ScoreContext], np.ndarray]) -> Callable[[ScoreContext], np.ndarray]:
+    def decorator(fn: ScorerT) -> ScorerT:
         if name in _REGISTRY:
             raise ValueError(f"a method named {name!r} is already registered")
         _REGISTRY[name] = MethodSpec(name, fn, needs_set, summary, reference, signed, declared)

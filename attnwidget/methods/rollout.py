@@ -117,11 +117,15 @@ def _rollout_from_kept(context: ScoreContext, options: dict) -> np.ndarray:
     (``rollout_rows``). With it, the fused maps are read layer by layer from
     the top: ``v ← v·Â_l`` for l = layer … 1, n² work per layer.
     """
-    layers = context.attention_rows.shape[0]
+    rows, fused = context.attention_rows, context.fused_attentions
+    assert rows is not None  # kept by "fused" and "rows"
+    layers = rows.shape[0]
     top = resolve_layer(options["layer"], layers)
     if options["discard_ratio"] == 0.0:
+        assert context.rollout_rows is not None  # kept by "fused" and "rows"
         return context.rollout_rows[0 if options["residual"] else 1, top].astype(np.float64)
-    return _rollout_query_row(context, context.fused_attentions, options)
+    assert fused is not None  # discard_ratio needs keep="fused" (check_keep_for)
+    return _rollout_query_row(context, fused, options)
 
 
 def _rollout_query_row(context: ScoreContext, fused: np.ndarray, options: dict) -> np.ndarray:
