@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from attnwidget import demo, explain
+from attnwidget.errors import InputError
 from attnwidget.views import Explorer, FlowView, SaliencyView
 
 
@@ -87,7 +88,10 @@ def test_targets_and_method_picker() -> None:
     assert explorer.explanation.target == predicted
 
     flow = explorer.views["flow"]
-    assert list(explorer.method_picker.options) == list(flow.methods)
+    values = [value for _, value in explorer.method_picker.options]
+    # The flow view's methods, then the path methods computed when picked.
+    assert values[: len(flow.methods)] == list(flow.methods)
+    assert {"lrp", "chefer2021"} <= set(values) - set(flow.methods)
     explorer.method_picker.value = "flow"
     assert flow.method == "flow"
     flow.method = "raw"
@@ -121,10 +125,12 @@ def test_unknown_target_is_reported() -> None:
 
 
 def test_explorer_offers_the_lrp_methods_where_supported() -> None:
-    from attnwidget import demo
-
-    model, tokenizer = demo.load("sva-encoder")
+    model, tokenizer = encoder()
     explorer = Explorer(model, tokenizer, "the keys to the cabinet")
+    explorer.wait()  # the engines' checks run after the first drawing
+    assert {"lrp", "chefer2021"} <= set(explorer.methods)
+    assert not {"lrp", "chefer2021"} & set(explorer.explanation.scores)  # not yet computed
+    explorer.compute("lrp", "chefer2021")
     assert {"lrp", "chefer2021"} <= set(explorer.explanation.scores)
     assert {"lrp", "chefer2021"} <= set(explorer.views["flow"].methods)
 
@@ -208,6 +214,9 @@ def test_a_renamed_copy_of_a_supported_model_gets_the_relevance_methods() -> Non
     assert copy.config.model_type == "tiny-renamed"
     explorer = Explorer(copy, tokenizer, "the keys to the cabinet")
     assert explorer.error == ""
+    explorer.wait()
+    assert {"lrp", "chefer2021"} <= set(explorer.methods)
+    explorer.compute("lrp", "chefer2021")
     assert {"lrp", "chefer2021"} <= set(explorer.explanation.scores)
     assert {"lrp", "chefer2021"} <= set(explorer.views["flow"].methods)
 
@@ -225,8 +234,14 @@ def test_chefer2021_is_not_offered_where_the_paper_rules_refuse_the_model(family
         explain(model, tokenizer, "the keys to the", methods=["chefer2021"])
     explorer = Explorer(model, tokenizer, "the keys to the")
     assert explorer.error == "" and explorer.explanation is not None
+    explorer.wait()
+    assert "lrp" in explorer.methods and "chefer2021" not in explorer.methods
+    assert "chefer2021" not in [b.description for b in explorer.method_buttons.children]
+    assert "Not offered" in explorer.progress and "chefer2021" in explorer.progress
+    with pytest.raises(InputError, match=r"'chefer2021' is not offered.*Chefer, Gur & Wolf"):
+        explorer.compute("chefer2021")
+    explorer.compute("lrp")
     assert "lrp" in explorer.explanation.scores
-    assert "chefer2021" not in explorer.explanation.scores
 
 
 def test_padded_vocabulary_ids_get_a_readable_target_label() -> None:

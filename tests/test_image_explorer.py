@@ -10,7 +10,7 @@ from tiny_vision import build_swin, build_vision
 
 import attnwidget
 from attnwidget.errors import ModelNotSupportedError
-from attnwidget.views.explorer.image_explorer import ImageExplorer
+from attnwidget.views.explorer.image_explorer import DEFAULT_IMAGE_METHODS, ImageExplorer
 
 
 def _image(seed: int = 0) -> np.ndarray:
@@ -29,7 +29,40 @@ def test_explorer_given_an_image_model_explains_the_image_in_every_view() -> Non
     assert explorer.views["saliency"].tokens[:3] == ["[CLS]", "[DIST]", "(0,0)"]
     assert explorer.views["image"].grid == [8, 8]
     assert "8×8 patches" in explorer.status.value
-    assert set(explorer.method_picker.options) >= {"rollout", "flow", "raw"}
+    assert {value for _, value in explorer.method_picker.options} >= {"rollout", "flow", "raw"}
+    assert list(exp.scores) == list(DEFAULT_IMAGE_METHODS)  # one forward and backward pass
+
+
+def test_methods_picked_equal_computing_them_up_front() -> None:
+    model, processor = build_vision("vit")
+    image = _image(4)
+    explorer = attnwidget.Explorer(model, processor, image)
+    explorer.wait()
+    assert {"flow", "lrp", "chefer2021"} <= set(explorer.methods)
+    explorer.compute("flow", "lrp")
+    names = [*DEFAULT_IMAGE_METHODS, "flow", "lrp"]
+    reference = attnwidget.explain(model, processor, image, methods=names)
+    assert list(explorer.explanation.scores) == names
+    for name in names:
+        np.testing.assert_array_equal(explorer.explanation.scores[name], reference.scores[name])
+    # The image view (rebuilt: it has no set_explanation) shows the new maps.
+    assert {"flow", "lrp"} <= set(explorer.views["image"].methods)
+
+
+def test_a_patch_pinned_in_the_image_is_its_token_everywhere(tmp_path) -> None:
+    model, processor = build_vision("deit-teacher")  # two special tokens before the patches
+    explorer = attnwidget.Explorer(model, processor, _image())
+    image, saliency, head = (explorer.views[k] for k in ("image", "saliency", "head"))
+    cols = explorer.views["image"].grid[1]
+    image.selected_patch = cols + 2  # row 1, column 2
+    token = 2 + cols + 2
+    assert saliency.tokens[token] == "(1,2)"
+    assert saliency.selected_token == head.selected_token == token
+    saliency.selected_token = 0  # [CLS] is no patch: the image unpins
+    assert image.selected_patch == -1 and head.selected_token == 0
+    text = explorer.to_html(tmp_path / "image.html")
+    for title in ("Image", "Saliency", "Flow", "Heads", "Model"):
+        assert f">{title}</label>" in text
 
 
 def test_target_and_image_changes_re_explain_and_bad_images_keep_the_views() -> None:
@@ -67,6 +100,14 @@ def test_an_uploaded_png_is_decoded_and_explained() -> None:
 def test_a_windowed_attention_model_is_refused_naming_why() -> None:
     with pytest.raises(ModelNotSupportedError, match="window"):
         attnwidget.Explorer(build_swin(), None, _image())
+
+
+def test_misspelt_keywords_are_refused_with_a_hint() -> None:
+    model, processor = build_vision("vit")
+    with pytest.raises(TypeError, match="did you mean 'method_options'"):
+        ImageExplorer(model, processor, _image(), method_option={})
+    with pytest.raises(TypeError, match="did you mean 'image'"):
+        attnwidget.Explorer(model, processor, imag=_image())
 
 
 def test_the_paths_picker_and_the_flow_view_follow_each_other() -> None:

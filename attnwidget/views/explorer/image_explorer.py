@@ -1,13 +1,15 @@
 """ImageExplorer: one image, every view, re-explained when the image or target changes.
 
 The image counterpart of :class:`~attnwidget.views.explorer.explorer.Explorer` (which
-hands image models here: ``Explorer(model, processor, image)``). An ipywidgets
-composition with no front-end code of its own: an optional file picker for a
+hands image models here: ``Explorer(model, processor, image)``), on the same
+base (:mod:`attnwidget.views.explorer._base`): an optional file picker for a
 new image (decoded with Pillow when it is installed), a target picker (the
-model's labels), the FlowView's method picker, a status line, and the views in
-tabs: ImageView (heat maps over the image), SaliencyView, FlowView, HeadView
-and ModelView, whose tokens are the special tokens by name and the patches by
-grid position. Bad input (an image the processor refuses, NaN pixels, an
+model's labels), the FlowView's method picker, a button per method (the
+slower ones computed when picked), a status line, a progress line, and the
+views in tabs: ImageView (heat maps over the image), SaliencyView, FlowView,
+HeadView and ModelView, whose tokens are the special tokens by name and the
+patches by grid position. A patch pinned in the image is that token in the
+other views. Bad input (an image the processor refuses, NaN pixels, an
 unknown target) is reported in the status line as plain text; the views keep
 the previous explanation.
 """
@@ -15,38 +17,36 @@ the previous explanation.
 from __future__ import annotations
 
 import io
-import logging
 from collections.abc import Sequence
 from typing import Any
 
 import ipywidgets as widgets
 
 from attnwidget.capture.image import check_image_model
-from attnwidget.pipeline.explain import explain
+from attnwidget.errors import InputError
+from attnwidget.pipeline.explain import DEFAULT_METHODS
 from attnwidget.results.explanation import Explanation
 from attnwidget.views.core.format import format_number
-from attnwidget.views.explorer.explorer import Explorer
-from attnwidget.views.flow.flow_view import FlowView
-from attnwidget.views.saliency.saliency_view import SaliencyView
+from attnwidget.views.explorer._base import ERROR_COLOR, PREDICTED, ExplorerBase, check_keywords
 
-log = logging.getLogger(__name__)
+__all__ = ["DEFAULT_IMAGE_METHODS", "ERROR_COLOR", "PREDICTED", "ImageExplorer"]
 
-#: The target picker's "explain the prediction" choice.
-PREDICTED = "predicted"
-_PREDICTED_VALUE = ("__predicted__",)  # a sentinel no label can equal
-ERROR_COLOR = "#d55e00"
-#: The methods an ImageExplorer computes by default: quick ones, every view's own.
-DEFAULT_IMAGE_METHODS = ("raw", "rollout", "flow", "grad_attention", "input_x_gradient", "lrp")
-_TITLES = {
-    "image": "Image",
-    "saliency": "Saliency",
-    "flow": "Flow",
-    "head": "Heads",
-    "model": "Model",
-}
+#: The methods an ImageExplorer draws with (one forward and one backward pass);
+#: flow, lrp, chefer2021, integrated_gradients and blank_out are computed when picked.
+DEFAULT_IMAGE_METHODS: tuple[str, ...] = DEFAULT_METHODS
+_PARAMETERS = [
+    "model",
+    "processor",
+    "image",
+    "methods",
+    "on_demand",
+    "method_options",
+    "target",
+    "method",
+]
 
 
-class ImageExplorer(widgets.VBox):
+class ImageExplorer(ExplorerBase):
     """Explain one image with every view; choose another image or target to re-explain.
 
     Args:
@@ -55,14 +55,18 @@ class ImageExplorer(widgets.VBox):
             when images are given as ready pixel tensors).
         image: the initial image (PIL, numpy (H, W) / (H, W, 3) or a torch
             pixel tensor); None shows an empty Explorer.
-        methods: the methods to compute (default
-            :data:`DEFAULT_IMAGE_METHODS`); ImageView and SaliencyView show them
-            all.
+        methods: the methods the first drawing computes (default
+            :data:`DEFAULT_IMAGE_METHODS`).
+        on_demand: the methods offered as buttons and computed when picked
+            (default: lrp and chefer2021 where their engines run, flow,
+            integrated_gradients, blank_out).
+        method_options: per-method options, as for :func:`attnwidget.explain`.
         target: the initial target (label name or index); None = the prediction.
         method: the FlowView's initial method.
 
     Attributes:
-        target_picker, method_picker, upload, status: the controls.
+        upload, target_picker, method_picker, method_buttons, status,
+        progress_line: the controls.
         views: the views by name ("image", "saliency", "flow", "head", "model").
 
     Example::
@@ -70,8 +74,10 @@ class ImageExplorer(widgets.VBox):
         model, processor = demo.load("shapes-vit")
         explorer = attnwidget.Explorer(model, processor, demo.images(1)[0].image)
         explorer.image = another_image      # re-explains; so does the picker
-        explorer.explanation, explorer.error
+        explorer.compute("lrp")             # what its button does
     """
+
+    _OWNER = "ImageExplorer"
 
     def __init__(
         self,
@@ -80,35 +86,23 @@ class ImageExplorer(widgets.VBox):
         image: Any = None,
         *,
         methods: Sequence[str] | None = None,
+        on_demand: Sequence[str] | None = None,
+        method_options: dict[str, dict[str, Any]] | None = None,
         target: Any = None,
         method: str = "rollout",
         **kwargs: Any,
     ) -> None:
+        check_keywords("ImageExplorer", kwargs, _PARAMETERS)
         check_image_model(model)
-        self._model, self._processor = model, processor
-        self._methods = list(DEFAULT_IMAGE_METHODS if methods is None else methods)
+        self._model = model
         self._image = image
-        self._explanation: Explanation | None = None
-        self._error = ""
-        self._busy = False
-        self._flow_method = method
-        self.views: dict[str, widgets.Widget] = {}
-
-        self.target_picker = widgets.Dropdown(description="Target:", options=self._targets(target))
-        self.method_picker = widgets.Dropdown(description="Paths:", options=[method], value=method)
+        self._configure(methods, on_demand, method_options, ("head",))
         self.upload = widgets.FileUpload(accept="image/*", multiple=False, description="Image…")
-        self.status = widgets.Label(value="")
-        self.status.add_class("attnw-explorer-status")
-        self.tabs = widgets.Tab()
-        controls = widgets.HBox([self.upload, self.target_picker, self.method_picker])
-        super().__init__(children=[controls, self.status, self.tabs], **kwargs)
-        self.add_class("attnw-explorer")
-        self._busy = True
-        self.target_picker.value = _PREDICTED_VALUE if target is None else target
-        self._busy = False
-        self.target_picker.observe(self._on_target, names="value")
-        self.method_picker.observe(self._on_method, names="value")
+        self._start(
+            model, processor, inputs=[self.upload], method=method, target=target, kwargs=kwargs
+        )
         self.upload.observe(self._on_upload, names="value")
+        self._refresh_buttons()
         if image is not None:
             self.run()
         else:
@@ -126,113 +120,40 @@ class ImageExplorer(widgets.VBox):
         self._image = value
         self.run()
 
-    @property
-    def target(self) -> Any:
-        """The chosen target (None: the prediction)."""
-        value = self.target_picker.value
-        return None if value == _PREDICTED_VALUE else value
+    # -- the ExplorerBase hooks ---------------------------------------------------
 
-    @target.setter
-    def target(self, value: Any) -> None:
-        self._busy = True
-        try:
-            self.target_picker.options = self._targets(value)
-            self.target_picker.value = _PREDICTED_VALUE if value is None else value
-        finally:
-            self._busy = False
-        self.run()
-
-    @property
-    def explanation(self) -> Explanation | None:
-        """The explanation the views show (the last one that succeeded)."""
-        return self._explanation
-
-    @property
-    def error(self) -> str:
-        """The last run's error message, "" when it succeeded."""
-        return self._error
-
-    def run(self) -> Explanation | None:
-        """Explain the current image for the current target and update every view.
-
-        Returns the new explanation, or None when the input was rejected (the
-        reason is in :attr:`error` and the status line; the views are kept).
-        """
+    def _inputs(self) -> tuple[dict[str, Any], str]:
         if self._image is None:
-            return self._fail("there is no image to explain; set explorer.image.")
-        self._set_status("Explaining…")
-        try:
-            explanation = explain(
-                self._model,
-                self._processor,
-                self._image,
-                target=self.target,
-                methods=self._methods,
-            )
-        except Exception as error:  # shown, never raised into the widget's void
-            log.info("attnwidget ImageExplorer: explain failed: %s", error, exc_info=True)
-            return self._fail(str(error).strip() or type(error).__name__)
-        try:
-            self._show(explanation)
-        except Exception as error:
-            log.warning("attnwidget ImageExplorer: a view failed: %s", error, exc_info=True)
-            return self._fail(f"cannot show this explanation: {error}")
-        self._explanation, self._error = explanation, ""
-        self._set_status(_summary(explanation))
-        return explanation
+            raise InputError("there is no image to explain; set explorer.image.")
+        return {"text": self._image, "target": self.target}, ""
+
+    def _view_classes(self) -> dict[str, type]:
+        from attnwidget.views.attention.head_view import HeadView
+        from attnwidget.views.attention.model_view import ModelView
+        from attnwidget.views.flow.flow_view import FlowView
+        from attnwidget.views.image.image_view import ImageView
+        from attnwidget.views.saliency.saliency_view import SaliencyView
+
+        return {
+            "image": ImageView,
+            "saliency": SaliencyView,
+            "flow": FlowView,
+            "head": HeadView,
+            "model": ModelView,
+        }
+
+    def _summary(self, explanation: Explanation) -> str:
+        rows, cols = explanation.patch_grid or (0, 0)
+        p = ""
+        probs = explanation.probabilities
+        if probs is not None and explanation.target_id is not None:
+            p = f" (p = {format_number(probs[explanation.target_id])})"
+        return (
+            f"Explaining target {explanation.target!r}{p}: {rows}×{cols} patches, "
+            f"{len(explanation.special_tokens)} special tokens, {explanation.num_layers} layers."
+        )
 
     # -- internals ----------------------------------------------------------------
-
-    def _fail(self, message: str) -> None:
-        self._error = message
-        kept = " (the views still show the previous image)" if self._explanation else ""
-        self.status.value = f"Error: {message}{kept}"
-        self.status.style.text_color = ERROR_COLOR
-        return None
-
-    def _set_status(self, text: str) -> None:
-        self.status.value = text
-        self.status.style.text_color = None
-
-    def _show(self, explanation: Explanation) -> None:
-        from attnwidget.views import HeadView, ImageView, ModelView
-
-        flow_method = self._flow_method
-        views: dict[str, widgets.Widget] = {
-            "image": ImageView(explanation),
-            "saliency": SaliencyView(explanation),
-            "flow": FlowView(explanation, method=flow_method),
-            "head": HeadView(explanation),
-            "model": ModelView(explanation),
-        }
-        views["flow"].observe(self._on_flow_method, names="method")
-        self.views = views
-        self.tabs.children = list(views.values())
-        self.tabs.titles = [_TITLES[name] for name in views]
-        self._busy = True
-        try:
-            self.method_picker.options = list(views["flow"].methods)
-            self.method_picker.value = views["flow"].method
-        finally:
-            self._busy = False
-
-    def _targets(self, extra: Any = None) -> list[tuple[str, Any]]:
-        options: list[tuple[str, Any]] = [(PREDICTED, _PREDICTED_VALUE)]
-        id2label = getattr(self._model.config, "id2label", None) or {}
-        for index in sorted(id2label):
-            options.append((str(id2label[index]), str(id2label[index])))
-        if extra is not None and extra not in [value for _, value in options]:
-            options.append((str(extra), extra))
-        return options
-
-    def _on_target(self, _change: dict[str, Any]) -> None:
-        if not self._busy:
-            self.run()
-
-    # The paths picker and the FlowView stay in step exactly as in the text
-    # Explorer (same attribute names): its handlers, not copies.
-    _on_method = Explorer._on_method
-    _on_flow_method = Explorer._on_flow_method
 
     def _on_upload(self, change: dict[str, Any]) -> None:
         files = change["new"]
@@ -250,18 +171,3 @@ class ImageExplorer(widgets.VBox):
             self._fail(f"the file is not an image Pillow can read: {error}")
             return
         self.run()
-
-    def __repr__(self) -> str:
-        return f"ImageExplorer(target={self.target!r}, views={list(self.views)})"
-
-
-def _summary(explanation: Explanation) -> str:
-    rows, cols = explanation.patch_grid or (0, 0)
-    p = ""
-    probs = explanation.probabilities
-    if probs is not None and explanation.target_id is not None:
-        p = f" (p = {format_number(probs[explanation.target_id])})"
-    return (
-        f"Explaining target {explanation.target!r}{p}: {rows}×{cols} patches, "
-        f"{len(explanation.special_tokens)} special tokens, {explanation.num_layers} layers."
-    )
