@@ -49,7 +49,13 @@ class ModelSide:
     """Predictions and word scores of one sequence classifier for the Annotator's items."""
 
     def __init__(
-        self, model: Any, tokenizer: Any, *, methods: Sequence[str] | None, show_scores: bool
+        self,
+        model: Any,
+        tokenizer: Any,
+        *,
+        methods: Sequence[str] | None,
+        show_scores: bool,
+        method_options: dict[str, dict[str, Any]] | None = None,
     ) -> None:
         from attnwidget.capture import ENCODER, model_kind
         from attnwidget.capture.tokens import max_length
@@ -75,11 +81,14 @@ class ModelSide:
         self.limit = max_length(model, tokenizer)
         id2label = getattr(model.config, "id2label", None) or {}
         self.labels = [str(id2label[k]) for k in sorted(id2label)]
-        if show_scores and self.methods is not None:
+        if show_scores:  # unknown names and options fail now, not on the first item
             from attnwidget.methods import get_method
+            from attnwidget.methods.registry import resolve_method_options
+            from attnwidget.pipeline.explain import DEFAULT_METHODS
 
-            for name in self.methods:  # unknown names fail now, not on the first item
-                get_method(name)
+            names = DEFAULT_METHODS if self.methods is None else self.methods
+            resolve_method_options([get_method(name) for name in names], method_options)
+        self.method_options = method_options
         self._predictions: OrderedDict[str, Prediction] = OrderedDict()
         self._scores: OrderedDict[str, WordScores] = OrderedDict()
 
@@ -136,6 +145,7 @@ class ModelSide:
                 item.text,
                 text_pair=item.text_pair,
                 methods=self.methods,
+                method_options=self.method_options,
                 truncation=True,
             )
         alignment = align(self.tokenizer, item.text, item.text_pair, input_ids=exp.input_ids)

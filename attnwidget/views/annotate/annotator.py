@@ -124,6 +124,9 @@ class Annotator(AnnotatorTraits):
             else the items' own labels; else no label).
         model, tokenizer: a sequence classifier and its tokenizer (optional).
         methods: the overlay's methods (default: explain's defaults).
+        method_options: per-method options for those methods, as for
+            :func:`attnwidget.explain` (checked now: unknown methods, options
+            and values are refused before any item is explained).
         show_scores: compute and draw the methods' word scores (default False).
 
     Example::
@@ -145,6 +148,7 @@ class Annotator(AnnotatorTraits):
         model: Any = None,
         tokenizer: Any = None,
         methods: Sequence[str] | None = None,
+        method_options: dict[str, dict[str, Any]] | None = None,
         show_scores: bool = False,
         **kwargs: Any,
     ) -> None:
@@ -152,15 +156,26 @@ class Annotator(AnnotatorTraits):
         super().__init__(**kwargs)
         who = _validate.annotator(annotator)
         checked = coerce_items(items)
-        if model is None and (tokenizer is not None or show_scores or methods is not None):
+        given_model_options = methods is not None or method_options is not None
+        if model is None and (tokenizer is not None or show_scores or given_model_options):
             given = "show_scores=True" if show_scores else "tokenizer/methods"
             raise InputError(f"{given} needs a model: pass model= (a sequence classifier)")
         if methods is not None and not show_scores:
             raise InputError("methods= chooses the score overlay's methods: add show_scores=True")
+        if method_options is not None and not show_scores:
+            raise InputError(
+                "method_options= are the score overlay's method options: add show_scores=True"
+            )
         self._model = (
             None
             if model is None
-            else ModelSide(model, tokenizer, methods=methods, show_scores=bool(show_scores))
+            else ModelSide(
+                model,
+                tokenizer,
+                methods=methods,
+                method_options=method_options,
+                show_scores=bool(show_scores),
+            )
         )
         self._store = open_store(store, labels)
         self._store.add_items(checked)
