@@ -104,7 +104,9 @@ def relevance_refusals(model: Any, names: Iterable[str]) -> dict[str, str]:
     installed (:func:`attnwidget.relevance.chefer.check_runs`, which holds the
     model's lock), so a renamed copy of a supported model gets them and
     Mixtral's router or OPT's residual stream is refused for chefer2021.
-    Encoder-decoder models get neither. Checked once per model.
+    Encoder-decoder models get neither. Vision Transformers get both (the
+    image pipeline has checked the model; the text check feeds token ids).
+    Checked once per model.
     """
     wanted = [name for name in names if name in RELEVANCE]
     try:
@@ -116,6 +118,8 @@ def relevance_refusals(model: Any, names: Iterable[str]) -> dict[str, str]:
         if getattr(getattr(model, "config", None), "is_encoder_decoder", False):
             for name in missing:
                 known[name] = f"{name} does not explain encoder-decoder models."
+        elif getattr(model, "main_input_name", None) == "pixel_values":
+            known.update(dict.fromkeys(missing, ""))
         else:
             from attnwidget.relevance.chefer import check_runs, chefer_rules
             from attnwidget.relevance.lrp import lrp_rules
