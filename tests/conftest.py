@@ -6,6 +6,9 @@ solara-assets of the same version so nothing comes from a CDN) and
 pytest-playwright. Playwright's own browser download is not used: the browser
 is the system Chromium (``apt-get install chromium``), at ``$ATTNWIDGET_CHROMIUM``
 or ``/usr/bin/chromium``; when neither exists Playwright's default is tried.
+
+The lanes (markers, the parallel run's groups, the skips CI refuses) are in
+lanes.py; the hooks below apply them.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import lanes
 import pytest
 from offline_browser import OfflinePage, open_offline
 
@@ -55,6 +59,83 @@ def pytest_configure(config: pytest.Config) -> None:
         config.option.solara_host = "127.0.0.1"
     if "PORT" not in os.environ and "--solara-port" not in given:
         config.option.solara_port = _free_port()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark each test's lane; in a worker of the parallel run, order the groups."""
+    for item in items:
+        file = Path(str(item.path)).name
+        fixtures = set(getattr(item, "fixturenames", ()))
+        for name in sorted(lanes.lane_marks(file, item.name, fixtures)):
+            if item.get_closest_marker(name) is None:
+                item.add_marker(name)
+    if not os.environ.get("PYTEST_XDIST_WORKER") or not getattr(config.option, "loadgroup", False):
+        return
+    # The order the scheduler hands out the groups (the run passes
+    # --no-loadscope-reorder): the notebook group, slow groups, browser groups,
+    # then the rest; larger groups first in each. Every worker sorts alike.
+    groups: dict[str, list[pytest.Item]] = {}
+    ranks: dict[str, int] = {}
+    for item in items:
+        group = lanes.group_of(item.nodeid)
+        groups.setdefault(group, []).append(item)
+        markers = {mark.name for mark in item.iter_markers()}
+        ranks[group] = min(ranks.get(group, 9), lanes.group_rank(group, markers))
+    order = sorted(groups, key=lambda g: (ranks[g], -len(groups[g])))
+    items[:] = [item for group in order for item in groups[group]]
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadgroup``: whole groups of lanes.group_of to each worker."""
+    if config.getoption("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class LaneScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return lanes.group_of(nodeid)
+
+    return LaneScheduling(config, log)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """In CI, a skip for want of numba, lxt, the MiniLM weights or bench/ fails."""
+    report = yield
+    if report.skipped and not hasattr(report, "wasxfail"):
+        refused = lanes.refused_skip(_skip_reason(report.longrepr))
+        if refused:
+            report.outcome = "failed"
+            report.longrepr = refused
+    return report
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> Any:
+    """The same for a whole module skipped at import (``pytest.importorskip``)."""
+    report = yield
+    if report.skipped:
+        refused = lanes.refused_skip(_skip_reason(report.longrepr))
+        if refused:
+            report.outcome = "failed"
+            report.longrepr = refused
+    return report
+
+
+def _skip_reason(longrepr: Any) -> str:
+    # A skip's longrepr is (path, line, "Skipped: reason").
+    text = str(longrepr[2]) if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+    return text.removeprefix("Skipped: ")
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """In CI, a run in which no test passed fails (exit code 5, as for no tests)."""
+    if not lanes.in_ci() or hasattr(session.config, "workerinput") or exitstatus != 0:
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None and not reporter.stats.get("passed"):
+        session.exitstatus = pytest.ExitCode.NO_TESTS_COLLECTED
 
 
 @pytest.fixture(scope="session")
