@@ -313,6 +313,24 @@ def test_export_refusals(tmp_path: Path) -> None:
     assert not (tmp_path / "y").exists() and not (tmp_path / "z").exists()
 
 
+def read_eraser(root: Path, split: str) -> tuple[dict[str, list[list[str]]], list[dict]]:
+    """An ERASER folder read as the format describes it (DeYoung et al. 2020), not by our importer.
+
+    ``docs/<docid>``: one sentence per line, tokens separated by spaces (blank
+    lines hold no sentence); ``<split>.jsonl``: one annotation per line, its
+    ``evidences`` a list of groups of ``{docid, start_token, end_token}``
+    (end exclusive, offsets into the document's tokens taken in order) with
+    ``text``, ``start_sentence`` and ``end_sentence`` (end exclusive).
+    Returns each document's sentences (lists of tokens) and the annotations.
+    """
+    docs = {}
+    for path in sorted((root / "docs").iterdir()):
+        lines = path.read_text(encoding="utf-8").split("\n")
+        docs[path.name] = [[t for t in line.split(" ") if t] for line in lines if line.strip()]
+    text = (root / f"{split}.jsonl").read_text(encoding="utf-8")
+    return docs, [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
 def test_round_trip_export_then_import_gives_the_same_items_spans_and_labels(
     tmp_path: Path,
 ) -> None:
@@ -321,6 +339,31 @@ def test_round_trip_export_then_import_gives_the_same_items_spans_and_labels(
         store.export_eraser(out, annotator="ana", split="train")
         items = store.items()
         saved = {i.id: store.load(i.id, annotator="ana") for i in items}
+    # Read back by the format alone: every item's words, spans and label are there.
+    docs, records = read_eraser(out, "train")
+    assert sorted(docs) == sorted(i.id for i in items)
+    by_id = {r["annotation_id"]: r for r in records}
+    assert sorted(by_id) == sorted(saved) and len(records) == len(saved)
+    for item in items:
+        sentences = docs[item.id]
+        tokens = [t for sentence in sentences for t in sentence]
+        assert tuple(tokens) == item.words
+        assert [line.split() for line in item.text.splitlines() if line.strip()] == sentences
+        sentence_of = [n for n, sentence in enumerate(sentences) for _ in sentence]
+        record = by_id[item.id]
+        assert record["classification"] == saved[item.id].label
+        assert record["docids"] in (None, [item.id])
+        spans = []
+        for group in record["evidences"]:
+            for evidence in group:
+                start, end = evidence["start_token"], evidence["end_token"]
+                assert evidence["docid"] == item.id and 0 <= start < end <= len(tokens)
+                assert evidence["text"] == " ".join(tokens[start:end])
+                assert evidence["start_sentence"] == sentence_of[start]
+                assert evidence["end_sentence"] == sentence_of[end - 1] + 1
+                spans.append((start, end))
+        assert tuple(sorted(spans)) == saved[item.id].spans
+    # And our importer reads the same files as that reading does.
     with Store(tmp_path / "b.sqlite", labels=["pos", "neg"]) as again:
         assert again.import_eraser(out, annotator="ana") == 3
         assert [(i.id, i.text, i.words, i.label) for i in again.items()] == [
