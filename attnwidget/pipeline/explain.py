@@ -37,9 +37,39 @@ DEFAULT_METHODS: tuple[str, ...] = ("raw", "rollout", "grad_attention", "input_x
 
 
 @overload
-def explain(model: Any, tokenizer: Any, text: str, **kwargs: Any) -> Explanation: ...
+def explain(
+    model: Any,
+    tokenizer: Any,
+    text: str,
+    *,
+    text_pair: str | Sequence[str] | None = ...,
+    target: Any = ...,
+    methods: Sequence[str] | None = ...,
+    query_index: int | None = ...,
+    decoder_text: str | None = ...,
+    pooling: str | None = ...,
+    truncation: bool = ...,
+    readable_tokens: bool = ...,
+    method_options: dict[str, dict[str, Any]] | None = ...,
+    keep: str | None = ...,
+) -> Explanation: ...
 @overload
-def explain(model: Any, tokenizer: Any, text: list[str], **kwargs: Any) -> list[Explanation]: ...
+def explain(
+    model: Any,
+    tokenizer: Any,
+    text: list[str],
+    *,
+    text_pair: str | Sequence[str] | None = ...,
+    target: Any = ...,
+    methods: Sequence[str] | None = ...,
+    query_index: int | None = ...,
+    decoder_text: str | None = ...,
+    pooling: str | None = ...,
+    truncation: bool = ...,
+    readable_tokens: bool = ...,
+    method_options: dict[str, dict[str, Any]] | None = ...,
+    keep: str | None = ...,
+) -> list[Explanation]: ...
 
 
 @check_keywords()
@@ -204,7 +234,9 @@ def explain(
                 if kind == ENCODER:  # the pooled row is known once the model has run
                     pooled = record.default_query_index
                     if pooled is None:
-                        ids, first_layer = list(record.input_ids), record.attentions[0]
+                        attentions = record.attentions
+                        first_layer = None if attentions is None else attentions[0]
+                        ids = list(record.input_ids)
                         pooled = default_query(ENCODER, ids, first_layer, tokenizer, 0)
                     _check_pooled_row(record.query_index, (pooled,), names, query_index)
             explanations.extend(_explanation(r, names, options) for r in records)
@@ -320,13 +352,16 @@ def _check_pooled_row(
 def _explanation(
     record: AttentionRecord, names: list[str], options: dict[str, dict[str, Any]]
 ) -> Explanation:
-    full = record.attentions is not None  # keep="all"; else no float64 copies are made
+    attentions, grads = record.attentions, record.attention_grads
+    full = attentions is not None  # keep="all"; else no float64 copies are made
+    embedding_grads = record.embedding_grads
+    assert embedding_grads is not None  # only an attention-only similarity record lacks them
     context = ScoreContext(
-        attentions=record.attentions.astype(np.float64) if full else None,
+        attentions=attentions.astype(np.float64) if attentions is not None else None,
         query_index=record.query_index if record.query_weights is None else 0,
-        attention_grads=record.attention_grads.astype(np.float64) if full else None,
+        attention_grads=grads.astype(np.float64) if full and grads is not None else None,
         embeddings=record.embeddings.astype(np.float64),
-        embedding_grads=record.embedding_grads.astype(np.float64),
+        embedding_grads=embedding_grads.astype(np.float64),
         input_ids=record.input_ids,
         blank_token_id=record.blank_token_id,
         keep_mask=~record.special_mask,

@@ -27,6 +27,7 @@ from attnwidget.errors import InputError, ModelNotSupportedError
 from attnwidget.methods import ScoreContext, compute_scores, get_method
 from attnwidget.methods.registry import resolve_method_options
 from attnwidget.pipeline.explain import DEFAULT_METHODS, _explanation
+from attnwidget.pipeline.inputs import present
 from attnwidget.results.explanation import Explanation
 from attnwidget.results.generation import GenerationExplanation
 
@@ -201,10 +202,10 @@ def _prefix_scores(
     record = capture.record
     grads = capture.decoder_attention_grads
     context = ScoreContext(
-        attentions=record.decoder_attentions.astype(np.float64),
+        attentions=present(record.decoder_attentions, "decoder_attentions").astype(np.float64),
         query_index=record.query_index,
         attention_grads=None if grads is None else grads.astype(np.float64),
-        embeddings=capture.decoder_embeddings.astype(np.float64),
+        embeddings=present(capture.decoder_embeddings, "decoder_embeddings").astype(np.float64),
         embedding_grads=(
             None
             if capture.decoder_embedding_grads is None
@@ -229,7 +230,10 @@ def _assemble(
 ) -> GenerationExplanation:
     count = len(generated)
     generated_tokens = [token_label(i, tokenizer) for i in generated]
-    probabilities = np.array([float(s.probabilities[s.target_id]) for s in steps], dtype=np.float32)
+    probabilities = np.array(
+        [float(present(s.probabilities, "probabilities")[s.target_id]) for s in steps],
+        dtype=np.float32,
+    )
     n_prompt = len(item.input_ids)
     column = steps[-1] if kind == CAUSAL_LM else steps[0]  # its tokens are the columns
     if kind == CAUSAL_LM:
@@ -273,7 +277,7 @@ def _assemble(
         raw_tokens=list(column.raw_tokens or tokens),
         special_mask=np.array(
             tokenizer.get_special_tokens_mask(
-                list(column.input_ids), already_has_special_tokens=True
+                list(present(column.input_ids, "input_ids")), already_has_special_tokens=True
             ),
             dtype=bool,
         ),

@@ -18,6 +18,7 @@ from attnwidget.capture.image import capture_images, check_image_model
 from attnwidget.capture.image_inputs import as_image_list, prepare_image
 from attnwidget.errors import InputError
 from attnwidget.methods import ScoreContext, compute_scores
+from attnwidget.pipeline.inputs import present
 from attnwidget.relevance.rerun_image import ImageTargetScore
 from attnwidget.results.explanation import Explanation
 
@@ -52,11 +53,11 @@ def _explanation(
 ) -> Explanation:
     target = None if record.call is None else ImageTargetScore(record.call)
     context = ScoreContext(
-        attentions=record.attentions.astype(np.float64),
+        attentions=present(record.attentions, "attentions").astype(np.float64),
         query_index=record.query_index,
-        attention_grads=record.attention_grads.astype(np.float64),
+        attention_grads=present(record.attention_grads, "attention_grads").astype(np.float64),
         embeddings=record.embeddings.astype(np.float64),
-        embedding_grads=record.embedding_grads.astype(np.float64),
+        embedding_grads=present(record.embedding_grads, "embedding_grads").astype(np.float64),
         keep_mask=~record.special_mask,
         target_score=target,
         target_probability=None if target is None else target.probability,

@@ -3,10 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from attnwidget.capture.image_inputs import is_image_like
 from attnwidget.errors import InputError
+
+T = TypeVar("T")
+
+
+def present(value: T | None, what: str) -> T:
+    """``value``, which the capture always fills on this path (None would be a bug here)."""
+    if value is None:
+        raise AssertionError(f"the capture left {what} empty on a path that reads it")
+    return value
+
 
 #: Config fields that count a model's (encoder) self-attention layers.
 _LAYER_FIELDS = ("num_hidden_layers", "n_layer", "encoder_layers", "num_layers")

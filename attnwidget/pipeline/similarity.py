@@ -43,7 +43,7 @@ from attnwidget.capture.tokens import encode, max_length
 from attnwidget.errors import InputError
 from attnwidget.methods import ScoreContext, compute_scores, get_method
 from attnwidget.methods.registry import resolve_method_options
-from attnwidget.pipeline.inputs import as_text_list, broadcast, check_layer_options
+from attnwidget.pipeline.inputs import as_text_list, broadcast, check_layer_options, present
 from attnwidget.relevance.similarity import SimilarityScore
 from attnwidget.results.explanation import Explanation
 
@@ -114,6 +114,8 @@ def explain_embeddings(
                 scores, details = compute_scores(names, _context(record, row, pooling, options))
                 explanations.append(_explanation(record, row, scores, details, options, pooling))
                 continue
+            # similarity (the only way here): a second text and a pooling, checked above
+            assert second is not None and pooling is not None
             b = item(second)
             other_of_a, other_of_b = embed(model, b, pooling), embed(model, a, pooling)
             records = [
@@ -205,7 +207,8 @@ def _attention_row(
     if pooling is not None or query_index is not None:
         return resolve_query_index(query_index, 0, n)
     # CLS for a bidirectional encoder, the last token for a causal one.
-    return default_query(ENCODER, list(record.input_ids), record.attentions[0], tokenizer, 0)
+    first_layer = None if record.attentions is None else record.attentions[0]
+    return default_query(ENCODER, list(record.input_ids), first_layer, tokenizer, 0)
 
 
 def _context(
@@ -218,7 +221,7 @@ def _context(
         return None if array is None else array.astype(np.float64)
 
     return ScoreContext(
-        attentions=record.attentions.astype(np.float64),
+        attentions=present(record.attentions, "attentions").astype(np.float64),
         query_index=row,
         attention_grads=as64(record.attention_grads),
         embeddings=record.embeddings.astype(np.float64),
