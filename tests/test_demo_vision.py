@@ -242,6 +242,8 @@ def test_held_out_accuracy(shipped) -> None:
         predicted = model(pixel_values=x).logits.argmax(-1).numpy()
     truth = np.array([r.label_id for r in test])
     accuracy = float((predicted == truth).mean())
+    # Shipped: 99.6 % on 1,000 test images (README). On these 500 that is 2 ± 1.4
+    # errors (binomial sd); 0.95 allows 25, and chance is one in len(shapes.LABELS).
     assert accuracy >= 0.95, f"held-out accuracy {accuracy:.3f}"
     for label_id, label in enumerate(shapes.LABELS):
         mine = truth == label_id

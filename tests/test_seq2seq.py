@@ -34,6 +34,8 @@ def test_held_out_split_is_disjoint() -> None:
 @pytest.mark.parametrize("name", NAMES)
 def test_held_out_exact_match(models, name: str) -> None:
     model, vocab = models[name]
+    # The weakest shipped model scores 98.5 % (README, seq2seq-scaled_dot): 4.5 ± 2.1
+    # errors of 300 (binomial sd), against the 15 that 0.95 allows, 5 sd away.
     assert accuracy(model, vocab, n=300, seed=1) >= 0.95
 
 
