@@ -175,7 +175,8 @@ class BootstrapCI(NamedTuple):
     low: float
     high: float
     #: How many values were used, and how many NaNs were dropped.
-    count: int
+    # (The field shadows tuple.count, which mypy reports; the name is public API.)
+    count: int  # type: ignore[assignment]
     dropped: int
 
 
