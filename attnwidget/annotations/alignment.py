@@ -114,7 +114,8 @@ class Alignment:
             )
         keep = self.token_words >= 0
         out = np.zeros((*scores.shape[:-1], len(self.words)), dtype=np.float64)
-        np.add.at(out, (..., self.token_words[keep]), scores[..., keep])
+        # numpy's stubs type ufunc.at's indices without tuples (an Ellipsis and an array)
+        np.add.at(out, (..., self.token_words[keep]), scores[..., keep])  # type: ignore[arg-type]
         counts = np.bincount(self.token_words[keep], minlength=len(self.words))
         out[..., counts == 0] = np.nan
         return out
