@@ -10,7 +10,7 @@ not renormalised; the output uses those multiplied weights.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -83,6 +83,10 @@ def masked_softmax(masked_scores: np.ndarray, temperature: float = 1.0) -> np.nd
     return shifted / shifted.sum(axis=1, keepdims=True)
 
 
+@overload
+def _frozen(array: np.ndarray) -> np.ndarray: ...
+@overload
+def _frozen(array: None) -> None: ...
 def _frozen(array: np.ndarray | None) -> np.ndarray | None:
     if array is not None:
         array.setflags(write=False)
