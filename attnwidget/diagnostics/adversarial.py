@@ -218,11 +218,11 @@ def _search(
         optimiser.zero_grad()
         loss.backward()
         optimiser.step()
-    attention, divergence, distance, flipped = best
+    attention, best_divergence, best_distance, flipped = best
     return (
         attention.float().cpu().numpy(),
         original.float().cpu().numpy(),
-        divergence,
-        distance,
+        best_divergence,
+        best_distance,
         flipped,
     )

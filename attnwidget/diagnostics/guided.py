@@ -101,7 +101,8 @@ def _rows(model: Any, tokenizer: Any, data: list[Any], layer: int | None):
         words = torch.as_tensor(example.words)
         uniform[i, words] = 1.0 / len(words)
         frozen[i, words] = row[words] / row[words].sum()
-    labels = torch.tensor([int(e.label) for e in prepared])
+    # Every label is set (checked above); the filter only narrows the type.
+    labels = torch.tensor([int(e.label) for e in prepared if e.label is not None])
     return ids, labels, uniform.float(), frozen.float(), chosen
 
 

@@ -187,6 +187,7 @@ def rank_correlation(
             tau, p = _tau(attention[words], scores[words])
             taus[key].append(tau)
             taus[pkey].append(p)
+    assert layer_index is not None  # texts_and_labels refuses an empty list
     return RankCorrelation(
         texts=texts,
         tau_gradient=np.array(taus["g"]),
