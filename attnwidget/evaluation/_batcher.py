@@ -81,8 +81,9 @@ class RowBatcher:
         device = model_device(self.model)
         ids = torch.as_tensor(np.stack(rows), device=device)
         kwargs: dict[str, Any] = {"attention_mask": torch.ones_like(ids)}
-        if all(t is not None for t in types):
-            kwargs["token_type_ids"] = torch.as_tensor(np.stack(types), device=device)
+        given = [t for t in types if t is not None]
+        if len(given) == len(types):
+            kwargs["token_type_ids"] = torch.as_tensor(np.stack(given), device=device)
         out = self.model(input_ids=ids, return_dict=True, **kwargs)
         query = torch.as_tensor(queries, device=device)
         logits = query_logits(out.logits, self.kind, query).float()

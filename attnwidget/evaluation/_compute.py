@@ -86,6 +86,7 @@ def torch_threads(count: int | None) -> Iterator[None]:
     before = torch.get_num_threads()
     change = count is not None and count != before
     if change:
+        assert count is not None  # change implies it
         torch.set_num_threads(int(count))
     try:
         yield
@@ -134,6 +135,8 @@ def compute_chunk(model: Any, tokenizer: Any, plan: Plan, task: ChunkTask) -> Ch
             zip(examples, explanations, task.human, strict=True)
         ):
             ids = np.asarray(exp.input_ids, dtype=np.int64)
+            # A model's explanation has its target and probabilities.
+            assert exp.target_id is not None and exp.probabilities is not None
             batcher.add_example(
                 key,
                 target_id=int(exp.target_id),
