@@ -19,7 +19,7 @@ import type { AlignmentTraits } from "./alignment_types";
 import { displayToken, h, microtaskScheduler, saveTraits, styleElement } from "../core/dom";
 import { formatNumber } from "../core/format";
 import styles from "./alignment.css";
-import baseStyles from "../core/base.css";
+import { useBaseStyles } from "../core/base_styles";
 
 type Model = AnyModel<AlignmentTraits>;
 
@@ -59,7 +59,8 @@ export function renderAlignmentView({ model, el }: { model: Model; el: HTMLEleme
   const caption = h("div", { className: "attnw-caption attnw-align-caption" });
   const body = h("div", { className: "attnw-align-body" });
   const status = h("div", { className: "attnw-status attnw-align-status", attrs: { "aria-live": "polite" } });
-  root.append(styleElement(baseStyles), styleElement(styles), caption, body, status);
+  useBaseStyles(root);
+  root.append(styleElement(styles), caption, body, status);
   el.appendChild(root);
 
   let data: AlignmentData | null = null;

@@ -39,7 +39,7 @@ import type { AnnotatorRequest, AnnotatorTraits, ShownItem, Span } from "./annot
 import { decodeMatrix } from "../core/buffers";
 import { microtaskScheduler, saveTraits, styleElement } from "../core/dom";
 import styles from "./annotator.css";
-import baseStyles from "../core/base.css";
+import { useBaseStyles } from "../core/base_styles";
 
 type Model = AnyModel<AnnotatorTraits>;
 
@@ -57,7 +57,8 @@ interface Drag {
 export function renderAnnotator({ model, el }: { model: Model; el: HTMLElement }): () => void {
   const dom: Dom = buildDom();
   const { root } = dom;
-  root.prepend(styleElement(baseStyles + styles));
+  useBaseStyles(root);
+  root.prepend(styleElement(styles));
   el.appendChild(root);
 
   let item: ShownItem | null = null;

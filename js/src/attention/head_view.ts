@@ -36,7 +36,7 @@ import { watchHostTheme } from "../core/host_theme";
 import styles from "./attention.css";
 import type { HeadTraits } from "./attention_types";
 import { h, microtaskScheduler, saveTraits, styleElement } from "../core/dom";
-import baseStyles from "../core/base.css";
+import { useBaseStyles } from "../core/base_styles";
 
 type Model = AnyModel<HeadTraits>;
 
@@ -56,8 +56,8 @@ export function renderHeadView({ model, el }: { model: Model; el: HTMLElement })
   const panel = new LinePanel(LINES_WIDTH, (row) => save({ selected_token: row }));
   const status = h("div", { className: "attnw-status", attrs: { "aria-live": "polite" } });
   const scroller = h("div", { className: "attnw-scroll-y" }, [panel.el]);
+  useBaseStyles(root);
   root.append(
-    styleElement(baseStyles),
     styleElement(styles),
     h("div", { className: "attnw-controls" }, [...controls.elements, layer.wrap, headBoxes]),
     scroller,

@@ -54,7 +54,7 @@ import styles from "./attention.css";
 import type { MatrixInfo, ModelTraits, ThumbIndex } from "./attention_types";
 import { asBytes, decodeFloat16Bits, widen } from "../core/buffers";
 import { h, microtaskScheduler, saveTraits, styleElement, whenIdle } from "../core/dom";
-import baseStyles from "../core/base.css";
+import { useBaseStyles } from "../core/base_styles";
 
 type Model = AnyModel<ModelTraits>;
 
@@ -108,8 +108,8 @@ export function renderModelView({ model, el }: { model: Model; el: HTMLElement }
     detailStatus,
   ]);
   const status = h("div", { className: "attnw-status", attrs: { "aria-live": "polite" } });
+  useBaseStyles(root);
   root.append(
-    styleElement(baseStyles),
     styleElement(styles),
     h("div", { className: "attnw-controls" }, controls.elements),
     h("div", { className: "attnw-model-body" }, [h("div", { className: "attnw-scroll-xy attnw-grid-scroll" }, [axes]), detail]),

@@ -21,7 +21,7 @@ import { DATA_TRAITS, VIEW_TRAITS, savePick } from "./neuron_messages";
 import { queryRows, readLayer, waitingText, type LayerData } from "./neuron_state";
 import type { NeuronTraits } from "./neuron_types";
 import styles from "./neuron.css";
-import baseStyles from "../core/base.css";
+import { useBaseStyles } from "../core/base_styles";
 
 type Model = AnyModel<NeuronTraits>;
 
@@ -37,7 +37,8 @@ export function renderNeuronView({ model, el }: { model: Model; el: HTMLElement 
   const caption = h("div", { className: "attnw-caption attnw-neuron-caption" });
   const body = h("div", { className: "attnw-neuron-body" });
   const status = h("div", { className: "attnw-status attnw-neuron-status", attrs: { "aria-live": "polite" } });
-  root.append(styleElement(baseStyles), styleElement(styles), h("div", { className: "attnw-neuron-controls" }, [layerPick.wrap, headPick.wrap]), caption, body, status);
+  useBaseStyles(root);
+  root.append(styleElement(styles), h("div", { className: "attnw-neuron-controls" }, [layerPick.wrap, headPick.wrap]), caption, body, status);
   el.appendChild(root);
 
   let data: LayerData | null = null;

@@ -102,3 +102,19 @@ export function saveTraits<T extends object>(
   for (const [key, value] of Object.entries(patch)) model.set(key as never, value as never);
   model.save_changes();
 }
+
+/**
+ * Put a stylesheet in the page once, first in <body>: the rules every view
+ * shares (core/base.css). One copy that comes before every view's own sheet
+ * keeps the cascade of a page with many views the same as with one: a
+ * second copy after a view's sheet would override that view's rules of equal
+ * weight. A sheet of another bundle version replaces the old one.
+ */
+export function sharedStyle(doc: Document, name: string, cssText: string): void {
+  const current = doc.querySelector(`style[data-attnw-shared="${name}"]`);
+  if (current?.textContent === cssText) return;
+  const style = styleElement(cssText);
+  style.dataset.attnwShared = name;
+  if (current) current.replaceWith(style);
+  else (doc.body ?? doc.documentElement).prepend(style);
+}

@@ -20,7 +20,7 @@ import { axisRange, cellOrder, cellText, decodeEvaluation, directionText, toX, v
 import styles from "./evaluation.css";
 import type { EvaluationTraits } from "./evaluation_types";
 import { formatNumber } from "../core/format";
-import baseStyles from "../core/base.css";
+import { useBaseStyles } from "../core/base_styles";
 
 type Model = AnyModel<EvaluationTraits>;
 
@@ -44,7 +44,8 @@ export function renderEvaluationView({ model, el }: { model: Model; el: HTMLElem
   const body = h("div");
   const list = h("div", { className: "attnw-eval-examples" });
   const status = h("div", { className: "attnw-status", attrs: { "aria-live": "polite" } });
-  root.append(styleElement(baseStyles), styleElement(styles), body, list, status);
+  useBaseStyles(root);
+  root.append(styleElement(styles), body, list, status);
   clear(el);
   el.appendChild(root);
 

@@ -11,7 +11,7 @@ import { nodeX, type FlowGeometry, type PathData } from "./flow_paths";
 import type { FlowData, Selection } from "./flow_state";
 import type { FlowStack } from "./flow_types";
 import { coverageText, rangeText, scoreRange, type ScaleMode, type ScoreRange } from "../core/score_range";
-import baseStyles from "../core/base.css";
+import { useBaseStyles } from "../core/base_styles";
 
 /** The stack picker's labels (the trait's values are the keys). */
 const STACK_LABELS: Record<FlowStack, string> = { encoder: "Encoder", decoder: "Decoder" };
@@ -81,7 +81,8 @@ export function buildFlowElements(): FlowElements {
   const scroller = h("div", { className: "attnw-flow-scroll" }, [body]);
   const note = h("div", { className: "attnw-flow-note" });
   const status = h("div", { className: "attnw-status", attrs: { "aria-live": "polite" } });
-  root.append(styleElement(baseStyles), styleElement(styles), controls, caption, scroller, note, status);
+  useBaseStyles(root);
+  root.append(styleElement(styles), controls, caption, scroller, note, status);
   return {
     root, methodSelect, stackSelect, stackControl, slider, sliderText, legend, legendBar, legendText,
     progress, progressBar, progressText, caption, leftLabels, rightLabels, canvasBg, canvas, tip, header, note, status,

@@ -20,7 +20,7 @@ import { DATA_TRAITS, listen, saveAggregate, saveMethod, saveStep, VIEW_TRAITS }
 import { clickStep, gridOf, methodIndex, readGeneration, stepOf, type Aggregate, type GenerationData } from "./generation_state";
 import type { GenerationTraits } from "./generation_types";
 import styles from "./generation.css";
-import baseStyles from "../core/base.css";
+import { useBaseStyles } from "../core/base_styles";
 
 type Model = AnyModel<GenerationTraits>;
 
@@ -44,7 +44,8 @@ export function renderGenerationView({ model, el }: { model: Model; el: HTMLElem
   const body = h("div", { className: "attnw-scroll attnw-gen-body" });
   const detail = h("div", { className: "attnw-gen-detail" });
   const status = h("div", { className: "attnw-status attnw-gen-status", attrs: { "aria-live": "polite" } });
-  root.append(styleElement(baseStyles), styleElement(styles), caption, controls, note, body, detail, status);
+  useBaseStyles(root);
+  root.append(styleElement(styles), caption, controls, note, body, detail, status);
   el.appendChild(root);
 
   let data: GenerationData | null = null;

@@ -33,7 +33,7 @@ import { captionText, isQueryMode, methodLabel, patchName, patchText, selectionT
 import { QUERY_ATTENTION, QUERY_ROLLOUT, type ChunkReply, type ImageTraits, type MapError, type MapName } from "./image_types";
 import { rangeText } from "../core/score_range";
 import styles from "./image.css";
-import baseStyles from "../core/base.css";
+import { useBaseStyles } from "../core/base_styles";
 import type { Binary } from "../core/types";
 
 type Model = AnyModel<ImageTraits>;
@@ -83,8 +83,8 @@ export function renderImageView({ model, el }: { model: Model; el: HTMLElement }
   const specials = h("div", { className: "attnw-caption attnw-image-specials" });
   const multiples = h("div", { className: "attnw-image-multiples", attrs: { role: "list", "aria-label": "Every method's map" } });
   const status = h("div", { className: "attnw-status", attrs: { "aria-live": "polite" } });
+  useBaseStyles(root);
   root.append(
-    styleElement(baseStyles),
     styleElement(styles),
     h("div", { className: "attnw-controls" }, [
       methodPick.wrap,

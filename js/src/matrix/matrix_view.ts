@@ -28,7 +28,7 @@ import {
 } from "./matrix_state";
 import type { MatrixTraits } from "./matrix_types";
 import styles from "./matrix.css";
-import baseStyles from "../core/base.css";
+import { useBaseStyles } from "../core/base_styles";
 
 type Model = AnyModel<MatrixTraits>;
 
@@ -70,7 +70,8 @@ export function renderMatrixView({ model, el }: { model: Model; el: HTMLElement 
   const side = h("div", { className: "attnw-matrix-side" }, [
     minimap, h("div", { className: "attnw-matrix-legend" }, [legendLo, legendCanvas, legendHi]), legendNote,
   ]);
-  root.append(styleElement(baseStyles), styleElement(styles), caption, notice, bar,
+  useBaseStyles(root);
+  root.append(styleElement(styles), caption, notice, bar,
     h("div", { className: "attnw-matrix-body" }, [canvas, side]), status);
   el.appendChild(root);
 

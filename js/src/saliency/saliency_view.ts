@@ -29,7 +29,8 @@ import { clear, h, styleElement } from "../core/dom";
 import { formatNumber } from "../core/format";
 import { coverageText, rangeText, scoreRange, type ScaleMode, type ScoreRange } from "../core/score_range";
 import { grid, placeLineLabels } from "./saliency_grid";
-import styles from "../core/base.css";
+import { useBaseStyles } from "../core/base_styles";
+import styles from "./saliency.css";
 import type { SaliencyTraits } from "./saliency_types";
 
 type Model = AnyModel<SaliencyTraits>;
@@ -77,6 +78,7 @@ export function renderSaliency({ model, el }: { model: Model; el: HTMLElement })
   ]);
   const body = h("div");
   const status = h("div", { className: "attnw-status", attrs: { "aria-live": "polite" } });
+  useBaseStyles(root);
   root.append(styleElement(styles), body, status);
   clear(el);
   el.appendChild(root);

@@ -26,7 +26,7 @@ import { stepView } from "./calculator_steps";
 import { cellArithmetic } from "./calculator_text";
 import { KIND_PARAMS, MASK_KINDS, SCORE_KINDS, type ArrayName, type CalculatorTraits, type StepName } from "./calculator_types";
 import styles from "./calculator.css";
-import baseStyles from "../core/base.css";
+import { useBaseStyles } from "../core/base_styles";
 
 type Model = AnyModel<CalculatorTraits>;
 
@@ -76,8 +76,8 @@ export function renderCalculator({ model, el }: { model: Model; el: HTMLElement 
   const stepsEl = h("div", { className: "attnw-calc-steps" });
   const tip = h("div", { className: "attnw-tip attnw-calc-tip", attrs: { role: "tooltip", hidden: true } });
   const status = h("div", { className: "attnw-status attnw-calc-status", attrs: { "aria-live": "polite" } });
+  useBaseStyles(root);
   root.append(
-    styleElement(baseStyles),
     styleElement(styles),
     h("div", { className: "attnw-controls" }, [
       scorePick.wrap,

@@ -174,7 +174,7 @@ describe("head palettes: WCAG contrast in light and dark themes", () => {
   test("the forced themes' text colours read at >= 4.5:1 on their background", () => {
     const expand = (c: string): string => (c.length === 4 ? `#${[...c.slice(1)].map((d) => d + d).join("")}` : c);
     for (const theme of ["light", "dark"]) {
-      const block = new RegExp(`\\.attnw\\[data-theme="${theme}"\\] \\{([^}]*)\\}`).exec(styles)?.[1];
+      const block = new RegExp(`\\.attnw-attention\\[data-theme="${theme}"\\] \\{([^}]*)\\}`).exec(styles)?.[1];
       assert.ok(block, `attention.css has a ${theme} block`);
       const value = (name: string): string => {
         const found = new RegExp(`--attnw-${name}:\\s*(#[0-9a-f]+);`, "i").exec(block!)?.[1];
