@@ -62,6 +62,9 @@ SLOW = frozenset(
         "test_demo.py::test_training_is_deterministic",
         "test_demo_vision.py::test_training_is_deterministic_and_restores_torch_state",
         "test_seq2seq.py::test_training_is_deterministic",
+        "test_attention_views.py::test_no_message_exceeds_the_jupyter_limit_at_512_tokens",
+        "test_demo_deceptive.py",
+        "test_diagnostics_guided.py::test_the_models_attention_guides_better_than_uniform_weights",
     }
 )
 
