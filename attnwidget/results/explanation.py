@@ -178,15 +178,23 @@ class Explanation:
                 f"{self.patch_grid[0] * self.patch_grid[1]}."
             )
 
+    def _attention_shape(self) -> tuple[int, ...]:
+        """(L, H, …) of whatever attention is kept: the full maps, else the query rows."""
+        kept = self.attentions if self.attentions is not None else self.attention_rows
+        if kept is None:
+            raise ValueError(
+                "this explanation holds no per-head attention (attentions and attention_rows "
+                "are None), so it has no layer and head counts."
+            )
+        return tuple(kept.shape)
+
     @property
     def num_layers(self) -> int:
-        shape = self.attention_rows.shape if self.attentions is None else self.attentions.shape
-        return int(shape[0])
+        return int(self._attention_shape()[0])
 
     @property
     def num_heads(self) -> int:
-        shape = self.attention_rows.shape if self.attentions is None else self.attentions.shape
-        return int(shape[1])
+        return int(self._attention_shape()[1])
 
     @property
     def methods(self) -> list[str]:
@@ -259,11 +267,17 @@ class Explanation:
             )
         return self.scores[method]
 
+    def _patch_grid(self) -> tuple[int, int]:
+        # __post_init__ refuses an image explanation without a grid
+        assert self.patch_grid is not None and self.patch_size is not None
+        return self.patch_grid
+
     def patch_scores(self, method: str) -> np.ndarray:
         """float32 (rows, cols): ``method``'s score of each patch (special tokens left out)."""
         from attnwidget._images import patch_map
 
-        return patch_map(self._image_scores(method), self.special_tokens, self.patch_grid)
+        scores = self._image_scores(method)
+        return patch_map(scores, self.special_tokens, self._patch_grid())
 
     def heatmap(
         self, method: str, size: str | tuple[int, int] = "image", *, normalize: bool = False
@@ -278,15 +292,20 @@ class Explanation:
         """
         from attnwidget._images import min_max, patch_map, upsample
 
-        patches = patch_map(self._image_scores(method), self.special_tokens, self.patch_grid)
+        scores = self._image_scores(method)
+        patches = patch_map(scores, self.special_tokens, self._patch_grid())
+        target: tuple[int, int] | None
         if size == "input":
             target = None
         elif size == "image":
-            target = tuple(self.image.shape[:2])
+            if self.image is None:
+                raise ValueError("this explanation holds no image; use size='input' or (h, w).")
+            target = (int(self.image.shape[0]), int(self.image.shape[1]))
         elif isinstance(size, tuple) and len(size) == 2 and all(int(v) > 0 for v in size):
             target = (int(size[0]), int(size[1]))
         else:
             raise ValueError(f"size={size!r}: use 'image', 'input' or (height, width).")
+        assert self.patch_size is not None  # checked by _patch_grid
         out = upsample(patches, int(self.patch_size), target)
         return min_max(out) if normalize else out
 
