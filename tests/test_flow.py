@@ -1,14 +1,22 @@
 """Attention flow (Abnar & Zuidema, 2020): hand-checked cases, properties, and
-agreement with a plain networkx Edmonds–Karp implementation written here."""
+agreement with the networkx Edmonds–Karp reference of ``flow_oracle``. The
+oldest-transformers run (scripts/test.sh) has no numba and runs this file
+too: there every value comes from the uncompiled push–relabel kernel."""
 
 from __future__ import annotations
 
+import sys
 import warnings
 
-import networkx as nx
 import numpy as np
 import pytest
-from networkx.algorithms.flow import edmonds_karp
+from flow_oracle import (
+    EXPECT_NO_NUMBA,
+    adjusted_attention,
+    reference_bounds,
+    reference_flows,
+    require_compiled_solver,
+)
 
 from attnwidget.errors import (
     AttentionRowSumWarning,
@@ -16,7 +24,7 @@ from attnwidget.errors import (
     NonFiniteError,
     TooLargeError,
 )
-from attnwidget.methods.flow import _flowcert, _maxflow
+from attnwidget.methods.flow import _flowcert, _push
 from attnwidget.methods.flow import flow as flow_module
 from attnwidget.methods.flow.flow import FlowResult, attention_flow, attention_flow_result
 from attnwidget.methods.registry import ScoreContext, get_method
@@ -59,40 +67,11 @@ def peaked_attention(layers: int, heads: int, n: int, seed: int, *, causal: bool
     return e / e.sum(axis=-1, keepdims=True)
 
 
-def reference_flow(attentions: np.ndarray, top: int, *, residual: bool = True) -> np.ndarray:
-    """The reference algorithm, independently: full layered graph, Edmonds–Karp per pair.
-
-    Returns raw max-flow values (n, n) from every node of node layer ``top``.
-    """
-    fused = attentions.mean(axis=1)
-    n = fused.shape[-1]
-    adjusted = 0.5 * fused + 0.5 * np.eye(n) if residual else fused
-    adjusted = adjusted / adjusted.sum(axis=-1, keepdims=True)
-    graph = nx.DiGraph()
-    for layer in range(1, top + 1):
-        for i in range(n):
-            for j in range(n):
-                capacity = float(adjusted[layer - 1, i, j])
-                graph.add_edge((layer, i), (layer - 1, j), capacity=capacity)
-    return np.array(
-        [
-            [
-                nx.maximum_flow_value(graph, (top, i), (0, j), flow_func=edmonds_karp)
-                for j in range(n)
-            ]
-            for i in range(n)
-        ]
-    )
-
-
-def reference_bound(attentions: np.ndarray, top: int, *, residual: bool = True) -> np.ndarray:
-    fused = attentions.mean(axis=1)
-    n = fused.shape[-1]
-    adjusted = 0.5 * fused + 0.5 * np.eye(n) if residual else fused
-    adjusted = adjusted / adjusted.sum(axis=-1, keepdims=True)
-    out_cap = adjusted[top - 1].sum(axis=1)
-    in_cap = adjusted[0].sum(axis=0)
-    return np.minimum(out_cap[:, None], in_cap[None, :])
+def reference(attentions: np.ndarray, top: int, *, residual: bool = True):
+    """The oracle's raw flows and bounds (n, n) from every node of node layer ``top``."""
+    adjusted = adjusted_attention(attentions, residual=residual)[:top]
+    rows = range(adjusted.shape[-1])
+    return reference_flows(adjusted, rows), reference_bounds(adjusted, rows)
 
 
 # A single path 0 → 1 → 2 → sink 2 with capacities 0.6, 0.2, 0.5 (layer 3 to 1).
@@ -194,9 +173,7 @@ def check_against_reference(attentions: np.ndarray, *, residual: bool = True) ->
     """Compare every layer's flow with the reference; returns pairs below the bound."""
     below = 0
     for layer in range(attentions.shape[0]):
-        top = layer + 1
-        expected = reference_flow(attentions, top, residual=residual)
-        bound = reference_bound(attentions, top, residual=residual)
+        expected, bound = reference(attentions, layer + 1, residual=residual)
         result = attention_flow_result(attentions, layer=layer, normalize=False, residual=residual)
         np.testing.assert_allclose(result.raw_values, expected, atol=1e-9, rtol=0)
         np.testing.assert_allclose(result.trivial_bound, bound, atol=1e-12)
@@ -226,36 +203,45 @@ def test_matches_networkx_on_structured_attention() -> None:
 
 def test_matches_networkx_on_causal_attention() -> None:
     with warnings.catch_warnings():
-        warnings.simplefilter("error")  # causal rows still sum to 1
+        warnings.simplefilter("error", AttentionRowSumWarning)  # causal rows still sum to 1
         assert check_against_reference(peaked_attention(4, 2, 6, 3, causal=True)) > 0
 
 
-def test_certificates_and_subgraphs_match_networkx(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Force every fast path (Sinkhorn, top-layer transport, growing subgraphs)
-    onto small cases, which the defaults would solve on the full graph. The
-    first two have pairs just below their bound that a loose certificate
-    would wrongly claim."""
-    monkeypatch.setattr(flow_module, "PUSH", False)  # the scipy-based solvers
-    monkeypatch.setattr(flow_module, "SUBGRAPH_FROM_N", 0)
-    monkeypatch.setattr(_flowcert, "TRANSPORT_FROM", 4)
-    monkeypatch.setattr(_maxflow, "KEEP", 1)  # sparse first subgraphs that must grow
-    monkeypatch.setattr(_maxflow, "BATCH_TOKENS", 2)
+def test_certificates_and_the_exact_solver_match_networkx() -> None:
+    """Deeper graphs, where the Sinkhorn certificates decide some pairs and the
+    push–relabel solver the rest; some pairs sit just below their bound, which a
+    loose certificate would wrongly claim."""
     cases = [
         (peaked_attention(4, 2, 6, 3), True),
         (peaked_attention(4, 2, 7, 2), False),
         (peaked_attention(6, 2, 8, 4), True),
         (random_attention(6, 2, 8, 9), True),
     ]
-    below = 0
+    below = certified = 0
     for attentions, residual in cases:
         top = attentions.shape[0]
-        expected = reference_flow(attentions, top, residual=residual)
-        bound = reference_bound(attentions, top, residual=residual)
+        expected, bound = reference(attentions, top, residual=residual)
         result = attention_flow_result(attentions, normalize=False, residual=residual)
         np.testing.assert_allclose(result.raw_values, expected, atol=1e-9, rtol=0)
         np.testing.assert_array_equal(result.at_bound, expected >= bound - 1e-9)
         below += int((~result.at_bound).sum())
+        adjusted = adjusted_attention(attentions, residual=residual)
+        certified += int(_flowcert.certify(adjusted, top, result.rows, bound).sum())
     assert below > 0  # some pairs need the exact solver, not only certificates
+    assert certified > 0  # and the certificates decide others
+
+
+def test_the_solver_in_use() -> None:
+    """Where numba is meant to be missing (ATTNWIDGET_EXPECT_NO_NUMBA=1), flow must run
+    its kernel uncompiled, the fallback these tests then check; everywhere else the
+    compiled kernel (in CI a missing or broken numba fails here)."""
+    if EXPECT_NO_NUMBA:
+        reason = _push.warm_up()
+        assert reason is not None and "numba" in reason
+        assert "numba" not in sys.modules  # this environment really has none
+        return
+    require_compiled_solver()
+    assert _push.warm_up() is None
 
 
 def test_rows_subset_matches_all_rows() -> None:

@@ -1,10 +1,13 @@
 """Cheap exact certificates that an attention-flow value equals its trivial bound.
 
+Part of attention flow (Abnar & Zuidema, ACL 2020;
+:mod:`attnwidget.methods.flow.flow`).
+
 For source i (a node of layer T) and sink j (input token j), the trivial bound
 is ``τ = min(out-capacity of the source, in-capacity of the sink)``. Every max
 flow is ≤ τ, so a *feasible* flow of value τ proves that the maximum is τ. This
 module builds such flows for many (i, j) pairs at once; pairs it cannot
-certify go to the exact solver (:func:`._maxflow.solve`). On real attention
+certify go to the exact push–relabel solver (:mod:`._push`). On real attention
 most pairs sit at τ, so this is where most of the speed comes from.
 
 A flow is glued from three feasible pieces at a "meeting" edge layer l
@@ -19,29 +22,19 @@ A flow is glued from three feasible pieces at a "meeting" edge layer l
   proportion to the capacities into k, clipped to what they can carry. Any
   arrival vector ``w ≤ d`` then reaches the sink in full along those pulls.
 * **Middle**: a flow F through M with row sums ≤ s, column sums ≤ d and
-  ``ΣF = τ``. Two ways, cheapest first:
-
-  1. *Sinkhorn* (matrix products, all pairs at once): ``F = diag(x)·M·diag(y)``
-     scaled towards row sums ``s·τ/Σs`` and column sums ``d·τ/Σd``, then made
-     exact on one side. Certified when ``x_m·y_k ≤ 1`` on M's support
-     (``F ≤ M``) and the sums fit, each checked explicitly to 1e-13, so a
-     certificate never depends on Sinkhorn having converged. Tried at up to
-     :data:`MEET_LAYERS` edge layers, middle first, while it pays off (on
-     i.i.d. random attention it certifies every pair; on trained models'
-     sharp attention the caps ``F ≤ M`` often fail).
-  2. *Exact transport* at the top edge layer (l = T−1, where the supply is the
-     source's own edges, no rollout): a max flow source → node layer T−1 →
-     node layer T−2 with sink capacities d, from :func:`._maxflow.solve`; it
-     certifies the pair when it reaches τ. Only for T ≥ 6, where it is much
-     smaller than the whole graph, and only while it pays off (it is tried on
-     :data:`TRANSPORT_TRIAL` pairs first).
+  ``ΣF = τ``, by Sinkhorn scaling (matrix products, all pairs at once):
+  ``F = diag(x)·M·diag(y)`` scaled towards row sums ``s·τ/Σs`` and column
+  sums ``d·τ/Σd``, then made exact on one side. Certified when ``x_m·y_k ≤ 1``
+  on M's support (``F ≤ M``) and the sums fit, each checked explicitly to
+  1e-13, so a certificate never depends on Sinkhorn having converged. Tried
+  at up to :data:`MEET_LAYERS` edge layers, middle first, while it pays off
+  (on i.i.d. random attention it certifies every pair; on trained models'
+  sharp attention the caps ``F ≤ M`` often fail).
 """
 
 from __future__ import annotations
 
 import numpy as np
-
-from attnwidget.methods.flow._maxflow import DEFAULT_TOL, solve
 
 #: Slack allowed in the feasibility checks (float64 round-off).
 CHECK_EPS = 1e-13
@@ -56,11 +49,6 @@ CHUNK_ELEMENTS = 1_000_000
 #: tried so far certified at least this share of all pairs.
 MEET_LAYERS = 4
 MEET_WORTH = 0.2
-#: Fewest node layers (T) for which the exact top-layer transport is tried.
-TRANSPORT_FROM = 6
-#: Pairs tried with the transport before the rest, which are skipped when
-#: fewer than MEET_WORTH of these were certified.
-TRANSPORT_TRIAL = 16
 
 
 def supplies(adjusted: np.ndarray, top: int, rows: np.ndarray) -> dict[int, np.ndarray]:
@@ -92,24 +80,18 @@ def demands(adjusted: np.ndarray, top: int) -> dict[int, np.ndarray]:
     return out
 
 
-def certify(
-    adjusted: np.ndarray, top: int, rows: np.ndarray, bound: np.ndarray, *, transport: bool = True
-) -> tuple[np.ndarray, np.ndarray]:
-    """Pairs whose max flow provably equals ``bound``: bool (len(rows), n), and errors.
+def certify(adjusted: np.ndarray, top: int, rows: np.ndarray, bound: np.ndarray) -> np.ndarray:
+    """Pairs whose max flow provably equals ``bound``: bool (len(rows), n).
 
-    Returns ``(done, error)``: ``error`` (same shape) bounds ``bound − max flow``
-    for the certified pairs (0 for Sinkhorn's, ≤ 1e-10 for the transport's).
-
-    ``bound[r, j]`` is the trivial bound of source ``rows[r]`` (node layer
-    ``top``) and sink j. Two certificates, cheapest first: Sinkhorn scaling at
-    up to :data:`MEET_LAYERS` edge layers, then (``top`` ≥ 6) an exact
-    transport at the top edge layer (skipped when ``transport`` is False).
+    Each certificate is a feasible flow of value τ, so a certified value is
+    exactly its bound. ``bound[r, j]`` is the trivial bound of source ``rows[r]`` (node layer
+    ``top``) and sink j; the certificates are Sinkhorn scaling at up to
+    :data:`MEET_LAYERS` edge layers.
     """
     n = adjusted.shape[-1]
     done = np.zeros(bound.shape, dtype=bool)
-    error = np.zeros(bound.shape)
     if top < 4:  # three node layers or fewer: the exact solver is as cheap
-        return done, error
+        return done
     supply = supplies(adjusted, top, rows)
     demand = demands(adjusted, top)
     # Middle edge layers first: there the source's and the sink's mass have
@@ -123,32 +105,9 @@ def certify(
             j = todo_j[start : start + chunk]
             ok = _meet(adjusted[layer - 1], supply[layer][r], demand[layer - 1][j], bound[r, j])
             done[r[ok], j[ok]] = True
-        if done.all():
-            return done, error
-        if done.sum() < MEET_WORTH * bound.size:
-            break  # scaling does not suit this attention; go to the exact transport
-    if top < TRANSPORT_FROM or not transport:  # shallow: the whole graph costs about the same
-        return done, error
-    # Exact transport from the source's own edges (no rollout) through the
-    # top edge layer Â_{top-1} into the demand of node layer top−2.
-    todo_r, todo_j = np.nonzero(~done)
-    # A first few pairs show whether the transport suits this attention; on
-    # attention whose flows sit below the bound it rarely certifies anything,
-    # and the exact solver is then the cheaper place for the rest.
-    for part in (slice(0, TRANSPORT_TRIAL), slice(TRANSPORT_TRIAL, None)):
-        r, j = todo_r[part], todo_j[part]
-        if r.size == 0:
-            break
-        solved = solve(
-            [adjusted[top - 2]], adjusted[top - 1][rows[r]], demand[top - 2][j], chains=(rows[r], j)
-        )
-        short = bound[r, j] - solved.lower
-        ok = short <= DEFAULT_TOL
-        done[r[ok], j[ok]] = True
-        error[r[ok], j[ok]] = np.maximum(short[ok], 0.0)
-        if ok.mean() < MEET_WORTH:
-            break
-    return done, error
+        if done.all() or done.sum() < MEET_WORTH * bound.size:
+            break  # all done, or scaling does not suit this attention (the solver does the rest)
+    return done
 
 
 def _meet(matrix: np.ndarray, s: np.ndarray, d: np.ndarray, tau: np.ndarray) -> np.ndarray:

@@ -1,8 +1,8 @@
 """Push–relabel max flows for every sink of one source, on one residual graph.
 
-Part of exact attention flow (Abnar & Zuidema, ACL 2020,
-:mod:`attnwidget.methods.flow.flow`). The problems of one source row differ only
-in their sink: the graph (source → node layers T−1 … 1 → the n input
+The one exact solver of attention flow (Abnar & Zuidema, ACL 2020,
+:mod:`attnwidget.methods.flow.flow`). The problems of one source row differ
+only in their sink: the graph (source → node layers T−1 … 1 → the n input
 tokens) is the same, and so is every feasible *preflow* (a flow that may
 leave excess at nodes). So one preflow is carried from sink to sink: the
 first sink is solved from scratch, each later one starts from the preflow
@@ -37,20 +37,35 @@ a cut. The exact maximum lies between them; the gap (about |cut|·2**-56 plus
 float64 rounding of the sum, ~1e-13 at L = 12, n = 128) is the value's
 certified error, so no second, finer solve is needed.
 
-Compiled with numba on first use (:func:`available` says whether numba
-imports; it is not imported with the package); without it the callers use
-the scipy-based solvers.
+Compiled with numba on first use (numba is not imported with the package);
+without a working numba the same kernel runs uncompiled, with the same
+values (:func:`kernel`; the kernel itself is :mod:`._push_kernel`).
 """
 
 from __future__ import annotations
 
+import importlib
+import threading
+import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from attnwidget.methods.flow._push_kernel import SCALE, available, compiled
+from attnwidget.methods.flow import _push_kernel
+from attnwidget.methods.flow._push_kernel import SCALE
 
-__all__ = ["PushGraph", "RowFlows", "available", "prepare", "solve_row", "warm_up"]
+__all__ = [
+    "PushGraph",
+    "RowFlows",
+    "available",
+    "fallback_reason",
+    "kernel",
+    "prepare",
+    "solve_row",
+    "warm_up",
+]
 #: A global relabel after this many relabels, as a multiple of the node count.
 GLOBAL_EVERY = 1.0
 #: float64 rounding of a cut's sum: at most this per arc summed.
@@ -80,8 +95,6 @@ class RowFlows:
 
 def prepare(layers: list[np.ndarray]) -> PushGraph:
     """Round ``[Â_1, …, Â_{T−1}]`` (bottom first, each (n, n)) for :func:`solve_row`."""
-    if not available():
-        raise RuntimeError("the push–relabel solver needs numba (pip install numba)")
     real = np.stack(layers).astype(np.float64, copy=False)
     if not np.isfinite(real).all() or (real < 0).any() or real.max(initial=0.0) > 1.0:
         # the integer scale assumes capacities in [0, 1] (re-normalised attention rows)
@@ -125,7 +138,7 @@ def solve_row(
     lower = np.empty(sinks.size)
     upper = np.empty(sinks.size)
     cut_arcs = np.empty(sinks.size, dtype=np.int64)
-    ok = compiled()(
+    ok = kernel()(
         graph.capacities,
         graph.real_t,
         real_source,
@@ -146,11 +159,106 @@ def solve_row(
     )
 
 
-def warm_up() -> None:
-    """Compile the solver (or load numba's on-disk cache) now, on a 2-token graph.
+def warm_up() -> str | None:
+    """Compile the solver (or load numba's on-disk cache) now; why it runs uncompiled, if so.
 
-    The first call in a process otherwise pays it: ~1 s to load the cache,
+    The first flow in a process otherwise pays it: ~1 s to load the cache,
     ~10 s to compile on a new installation.
     """
-    layers = [np.full((2, 2), 0.5)] * 2
-    solve_row(prepare(layers), np.array([0.5, 0.5]), np.arange(2))
+    return fallback_reason()
+
+
+# ------------------------------------------------ compiling, or not
+
+_LOADED: dict[str, Any] = {}
+_LOCK = threading.RLock()
+#: Small helpers inlined into their callers; the rest compiled as functions.
+_INLINED = ("_lowest", "_set", "_clear")
+_FUNCTIONS = ("_start", "_gap", "_cut", "_relabel_all", "_fill_buckets", "solve_sinks")
+#: The plain Python functions, kept to run uncompiled (and to undo a failed compile).
+_PLAIN = {name: getattr(_push_kernel, name) for name in _INLINED + _FUNCTIONS}
+_NO_NUMBA_HINT = (
+    "its push-relabel solver runs uncompiled: the same values, about 200x slower. "
+    "Install or repair numba (pip install --upgrade numba), a dependency of attnwidget, "
+    "for the compiled solver."
+)
+
+
+def available() -> bool:
+    """Whether numba imports here (tried once; it is not imported with the package)."""
+    with _LOCK:
+        if "available" not in _LOADED:
+            try:
+                importlib.import_module("numba")
+                _LOADED["available"] = True
+            except Exception as error:  # ImportError, or a numba broken against this numpy
+                _LOADED["available"] = False
+                _LOADED["reason"] = f"numba does not import ({type(error).__name__}: {error})"
+        return bool(_LOADED["available"])
+
+
+def kernel() -> Callable[..., bool]:
+    """:func:`._push_kernel.solve_sinks` as it runs here: compiled by numba, else plain.
+
+    The first call compiles it (or loads numba's on-disk cache) and runs it once
+    on a 2-token graph, so a numba that imports but cannot compile is found
+    here and not in the middle of a flow. Without a working numba it warns
+    once (a RuntimeWarning naming the fix) and returns the uncompiled kernel.
+    """
+    with _LOCK:
+        if "kernel" not in _LOADED:
+            _LOADED["kernel"] = _load()
+            if "reason" in _LOADED:
+                warnings.warn(
+                    f"attention flow: {_LOADED['reason']}; {_NO_NUMBA_HINT}",
+                    RuntimeWarning,
+                    stacklevel=3,
+                )
+        return _LOADED["kernel"]
+
+
+def fallback_reason() -> str | None:
+    """Why the kernel runs uncompiled (``None`` when numba compiled it)."""
+    kernel()
+    with _LOCK:
+        return _LOADED.get("reason")
+
+
+def _load() -> Callable[..., bool]:
+    if not available():
+        return _uncompiled
+    names = vars(_push_kernel)
+    try:
+        from numba import njit
+
+        # Rebind the kernel module's names first: numba resolves the helpers a
+        # function calls from that module's globals when it compiles the function.
+        for name in _INLINED:
+            names[name] = njit(cache=True, nogil=True, inline="always")(_PLAIN[name])
+        for name in _FUNCTIONS:
+            names[name] = njit(cache=True, nogil=True)(_PLAIN[name])
+        solver = names["solve_sinks"]
+        if not _smoke(solver):
+            raise AssertionError("its cut differs from its flow on a 2-token graph")
+    except Exception as error:  # a numba that imports but does not compile here
+        names.update(_PLAIN)
+        _LOADED["reason"] = f"numba failed to compile the solver ({type(error).__name__}: {error})"
+        return _uncompiled
+    return solver
+
+
+def _uncompiled(*args: Any) -> bool:
+    """The plain kernel, run by Python (numpy scalars; the bit tricks wrap as in numba)."""
+    with np.errstate(over="ignore"):
+        return bool(_PLAIN["solve_sinks"](*args))
+
+
+def _smoke(solver: Callable[..., bool]) -> bool:
+    """Run ``solver`` on two layers of 2 tokens (all capacities 1/2), with the real dtypes."""
+    c = np.full((2, 2, 2), int(SCALE) // 2, dtype=np.int64)
+    real_t = np.full((2, 2, 2), 0.5)
+    real_source = np.full((2, 2), 0.5)
+    supply = np.full((2, 2), int(SCALE) // 2, dtype=np.int64)
+    sinks = np.arange(2, dtype=np.int64)
+    out = (np.empty(2), np.empty(2), np.empty(2, dtype=np.int64))
+    return bool(solver(c, real_t, real_source, supply, sinks, True, 1.0, *out))

@@ -1,9 +1,12 @@
-"""The compiled part of :mod:`._flow_push`: phase-one push–relabel on bit sets.
+"""The kernel of :mod:`._push`: phase-one push–relabel on bit sets.
 
-Plain functions, compiled with numba on first use (:func:`compiled`); numba
-is imported only then, not with the package (it costs ~0.5 s), and
-:func:`available` says whether it can be. See :mod:`._flow_push`
-for the method, the certificate and why the arrays are bit sets.
+Push–relabel is Goldberg & Tarjan's (JACM 1988); attention flow is Abnar &
+Zuidema's (ACL 2020). These are plain functions, compiled with numba on
+first use (:func:`attnwidget.methods.flow._push.kernel`); numba is imported
+only then, not with the package (it costs ~0.5 s). Without a working numba
+the same functions run uncompiled: every operation is int64 or float64 in the
+same order, so the values are the same to the bit, only slower. See
+:mod:`._push` for the method, the certificate and why the arrays are bit sets.
 
 The arrays, for node (l, i) (l = 0 … top−1; l = 0 are the input tokens;
 node id l·n + i; N = top·n means "cannot reach the sink"):
@@ -22,13 +25,9 @@ node id l·n + i; N = top·n means "cannot reach the sink"):
 
 from __future__ import annotations
 
-import importlib
-import threading
-from typing import Any
-
 import numpy as np
 
-#: Capacities become integers at this scale (2**56; see :mod:`._flow_push`).
+#: Capacities become integers at this scale (2**56; see :mod:`._push`).
 SCALE = float(2**56)
 #: Lowest set bit of a 64-bit word by de Bruijn multiplication (numba has no ctz).
 _DE_BRUIJN = 0x03F79D71B4CB0A89
@@ -37,22 +36,31 @@ for _bit in range(64):
     _BIT_INDEX[(((1 << _bit) * 0x03F79D71B4CB0A89) % 2**64) >> 58] = _bit
 
 
-def _lowest(bit):  # pragma: no cover - jit
+def _lowest(bit: int) -> int:  # pragma: no cover - jit
     """Index of the single set bit of ``bit`` (an int64 power of two, or int64 min)."""
     return _BIT_INDEX[((bit * _DE_BRUIJN) >> 58) & 63]
 
 
-def _set(bits, layer, node, index):  # pragma: no cover - jit
+def _set(bits: np.ndarray, layer: int, node: int, index: int) -> None:  # pragma: no cover - jit
     bits[layer, node, index >> 6] |= np.int64(1) << (index & 63)
 
 
-def _clear(bits, layer, node, index):  # pragma: no cover - jit
+def _clear(bits: np.ndarray, layer: int, node: int, index: int) -> None:  # pragma: no cover - jit
     bits[layer, node, index >> 6] &= ~(np.int64(1) << (index & 63))
 
 
-def _relabel_all(
-    room_in, flow_down, level, label, count, queue, seen, top, n, sink
-):  # pragma: no cover - jit
+def _relabel_all(  # pragma: no cover - jit
+    room_in: np.ndarray,
+    flow_down: np.ndarray,
+    level: np.ndarray,
+    label: np.ndarray,
+    count: np.ndarray,
+    queue: np.ndarray,
+    seen: np.ndarray,
+    top: int,
+    n: int,
+    sink: int,
+) -> int:
     """Exact distances to ``sink`` in the residual graph; unreachable → N. Returns the top label."""
     big = top * n
     words = seen.shape[1]
@@ -104,7 +112,14 @@ def _relabel_all(
     return top_label
 
 
-def _fill_buckets(excess, label, sink, big, bucket_head, bucket_next):  # pragma: no cover - jit
+def _fill_buckets(  # pragma: no cover - jit
+    excess: np.ndarray,
+    label: np.ndarray,
+    sink: int,
+    big: int,
+    bucket_head: np.ndarray,
+    bucket_next: np.ndarray,
+) -> int:
     """Active nodes (excess, label < N, not the sink) into label buckets; the highest label."""
     bucket_head[:] = -1
     highest = -1
@@ -117,9 +132,18 @@ def _fill_buckets(excess, label, sink, big, bucket_head, bucket_next):  # pragma
     return highest
 
 
-def _start(
-    c, supply, f, room_down, room_in, flow_in, flow_down, excess, top, n
-):  # pragma: no cover - jit
+def _start(  # pragma: no cover - jit
+    c: np.ndarray,
+    supply: np.ndarray,
+    f: np.ndarray,
+    room_down: np.ndarray,
+    room_in: np.ndarray,
+    flow_in: np.ndarray,
+    flow_down: np.ndarray,
+    excess: np.ndarray,
+    top: int,
+    n: int,
+) -> None:
     """A bare preflow: no arc carries flow, the source's arcs saturated."""
     f[:] = 0
     room_down[:] = 0
@@ -137,7 +161,9 @@ def _start(
         excess[(top - 1) * n + k] = supply[k]
 
 
-def _gap(du, top_label, level, label, count, n):  # pragma: no cover - jit
+def _gap(  # pragma: no cover - jit
+    du: int, top_label: int, level: np.ndarray, label: np.ndarray, count: np.ndarray, n: int
+) -> None:
     """No node has label du: those above it cannot reach the sink; label them N."""
     big = level.shape[1] - 1
     for d in range(du + 1, top_label + 1):
@@ -152,7 +178,15 @@ def _gap(du, top_label, level, label, count, n):  # pragma: no cover - jit
         count[d] = 0
 
 
-def _cut(c, real_t, real_source, supply, label, top, n):  # pragma: no cover - jit
+def _cut(  # pragma: no cover - jit
+    c: np.ndarray,
+    real_t: np.ndarray,
+    real_source: np.ndarray,
+    supply: np.ndarray,
+    label: np.ndarray,
+    top: int,
+    n: int,
+) -> tuple[int, float, int]:
     """Capacity of the cut into T' = {label < N}: (integers, floats, arcs counted)."""
     big = top * n
     int_cut = 0
@@ -175,9 +209,18 @@ def _cut(c, real_t, real_source, supply, label, top, n):  # pragma: no cover - j
     return int_cut, real_cut, arcs
 
 
-def solve_sinks(
-    c, real_t, real_source, supply, sinks, warm, global_every, lower, upper, cut_arcs
-):  # pragma: no cover - jit
+def solve_sinks(  # pragma: no cover - jit
+    c: np.ndarray,
+    real_t: np.ndarray,
+    real_source: np.ndarray,
+    supply: np.ndarray,
+    sinks: np.ndarray,
+    warm: bool,
+    global_every: float,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    cut_arcs: np.ndarray,
+) -> bool:
     """Phase-one push–relabel for each sink in turn; returns False on an integer cut ≠ flow.
 
     ``c[a]`` (int64, (n, n)): arcs from node layer a+1 to node layer a
@@ -318,41 +361,3 @@ def solve_sinks(
         upper[s] = real_cut
         cut_arcs[s] = arcs
     return ok
-
-
-_LOADED: dict[str, Any] = {}
-_LOCK = threading.Lock()
-#: Small helpers inlined into their callers; the rest compiled as functions.
-_INLINED = ("_lowest", "_set", "_clear")
-_FUNCTIONS = ("_start", "_gap", "_cut", "_relabel_all", "_fill_buckets", "solve_sinks")
-
-
-def available() -> bool:
-    """Whether numba imports here (tried once: without it flow uses the scipy-based solvers)."""
-    with _LOCK:
-        if "available" not in _LOADED:
-            try:
-                importlib.import_module("numba")
-                _LOADED["available"] = True
-            except Exception:
-                _LOADED["available"] = False
-        return _LOADED["available"]
-
-
-def compiled() -> Any:
-    """The compiled :func:`solve_sinks` (compiling or loading numba's cache on first call)."""
-    if not available():
-        raise RuntimeError("the push–relabel solver needs numba (pip install numba)")
-    with _LOCK:
-        if "solve_sinks" not in _LOADED:
-            from numba import njit
-
-            # Rebind the module's names first: numba resolves the helpers a
-            # function calls from these globals when it compiles that function.
-            names = globals()
-            for name in _INLINED:
-                names[name] = njit(cache=True, nogil=True, inline="always")(names[name])
-            for name in _FUNCTIONS:
-                names[name] = njit(cache=True, nogil=True)(names[name])
-            _LOADED["solve_sinks"] = names["solve_sinks"]
-        return _LOADED["solve_sinks"]

@@ -1,12 +1,13 @@
-"""Edge flows out of scipy's max-flow result: the one extractor of attention flow.
+"""Edge flows of one attention-flow problem, from scipy's max flow, for FlowView.
 
-Attention flow (Abnar & Zuidema, ACL 2020) is solved with scipy's Dinic
-(``scipy.sparse.csgraph.maximum_flow``). Its result is a CSR matrix of net
-flows whose structure is the input's plus the reverse arcs scipy adds, so
-the flow on an edge is found by position. :func:`arc_positions` does that
-for the exact solver (:mod:`._maxflow_union`, :mod:`._flow_direct`) and for
-:func:`max_flow_edges`, which gives the per-edge flows that FlowView draws
-(:mod:`attnwidget.views.flow._paths`).
+Attention flow (Abnar & Zuidema, ACL 2020) values come from the exact
+push–relabel solver (:mod:`attnwidget.methods.flow.flow`); FlowView also draws
+*how* one maximum flow runs, edge by edge. :func:`max_flow_edges` gives those
+edge flows with scipy's Dinic (``scipy.sparse.csgraph.maximum_flow``), whose
+result is a CSR matrix of net flows with the input's structure plus the
+reverse arcs scipy adds, so the flow on an edge is found by position
+(:func:`arc_positions`). The views reach it through
+:mod:`attnwidget.views.flow._path_maths`.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ reference code (``compute_flows`` in samiraabnar/attention_flow) computes
 every value with networkx's Edmonds–Karp and then divides each source row by
 its sum.
 
-This module gives the same numbers (each within a certified 1e-10, reported
+This module gives the same numbers (each within a certified ~1e-13, reported
 as :attr:`FlowResult.max_error`) much faster, with no approximation:
 
 * **Pruning.** A source ``(T, i)`` only reaches the layers below it, and the
@@ -24,50 +24,34 @@ as :attr:`FlowResult.max_error`) much faster, with no approximation:
   most ``τ = min(capacity out of the source, capacity into the sink)``, and
   a feasible flow of value τ proves the maximum is τ. On real attention most
   values sit at τ; such flows are built for many pairs at once (rollout
-  supply, proportional demand, Sinkhorn scaling at one layer; else, on the
-  scipy-based path, an exact transport through the top layer) and checked
+  supply, proportional demand, Sinkhorn scaling at one layer) and checked
   explicitly.
-* **Exact solver** for the rest: with numba installed (a dependency), a
-  compiled push–relabel solver (:mod:`._flow_push`) that carries one preflow
-  from sink to sink of a source row, so each later sink only reroutes the
-  previous one's flow (no per-sink set-up), its values proven by a cut to
-  ~1e-13 (capacities rounded to 2**-56). Without numba (:data:`PUSH` False
-  or the import failing), the scipy-based solvers (:mod:`._flow_direct`):
-  (1) a cut certified for an earlier sink of the same row, priced with this
-  sink's capacities and proven by moving that sink's flow over
-  (:mod:`._flow_reuse`); (2) scipy's Dinic on a subgraph (each node's
-  strongest edges, the source's and the sink's token chains, then the edges
-  of the nodes near source and sink), its cut priced with all edges; (3) the
-  whole pruned graph, solved on the reversed graph with each layer's nodes
-  ordered by sink demand and source supply (:mod:`._flow_layers`); the
-  rounding of a solve (below) closed by routing its losses along residual
-  trees (:mod:`._flow_proof`), else by a second solve at a finer scale; what
-  is left goes to :mod:`._maxflow`'s batch solver.
+* **One exact solver** for the rest: push–relabel (Goldberg & Tarjan, JACM
+  1988; :mod:`._push`), which carries one preflow from sink to sink of a
+  source row, so each later sink only reroutes the previous one's flow (no
+  per-sink set-up), its values proven by a cut to ~1e-13 (capacities
+  rounded to 2**-56).
 
-**Measured** (``python bench/flow.py --hard --repeats 3``: CLS row, L = 12,
+**Without numba.** numba (a dependency) compiles the solver's kernel on first
+use; the first call in a process loads it from numba's disk cache (~1 s;
+~10 s to compile on a new installation; :func:`._push.warm_up`). Where numba
+is missing or cannot compile, the same kernel runs uncompiled, as plain
+Python over numpy arrays, after one RuntimeWarning that names the fix. That
+is the one fallback because it is exact with the very same numbers (the same
+int64 and float64 operations in the same order, so the oldest-transformers
+CI run, which has no numba, checks the code that runs everywhere) and fast
+enough for short inputs: the kernel takes 30–50 ms per source row (every
+sink) at L = 7–8, n = 10–12, and ~2 s at L = 12, n = 32, about 200× its
+compiled time (0.2–0.3 ms, ~10 ms). A plain ``scipy.sparse.csgraph.maximum_flow``
+would be faster on long inputs but not exact: it takes int32 capacities, so
+each value comes out short by up to edges·2**-30 (~1e-6 at L = 12, n = 32),
+and recovering that remainder took eight modules of certified re-solves.
+
+**Measured** (``python bench/flow.py --hard --repeats 1``: CLS row, L = 12,
 our CPU time ÷ one plain scipy Dinic solve per sink on the unpruned graph,
-medians of 3 runs on a 2-core machine): n = 128: bottleneck 0.24,
-near-identity 0.10, blocks 0.08, blocks apart 0.04 (random 0.01, real
-0.05); n = 64: 0.31, 0.13, 0.09, 0.05; n = 32: 0.38, 0.25, 0.29, 0.28
-(goal ≤ 0.5). The scipy-based fallback alone gave 0.38, 0.69, 0.67, 0.82
-at n = 128: scipy spends ~45 ns per arc at every call before any flow
-moves, so per-sink solves cost about what the plain solver's do. The first
-call in a process loads the compiled solver from numba's disk cache (~1 s;
-~10 s to compile it on a new installation; :func:`._flow_push.warm_up`).
-
-**Integer scaling** (the scipy-based path). scipy 1.17's ``maximum_flow``
-takes int32 capacities (larger values are cast silently). Capacities are ≤ 1
-and rounded *down* to multiples of 2**-30 (scale 2**30, so every capacity
-and flow value stays ≤ 2**30 < 2**31). The integer flow is then feasible for the real capacities,
-and a min cut C of the rounded graph shows the first solve is short by less
-than |C|·2**-30 ≤ E·2**-30 (E edges; ≈ 1.7e-4 for L = 12, n = 128, ≈ n·2**-30 ≈
-1e-7 when C is the sink's edges). That remainder is recovered exactly: by
-routing the rounding losses along widest residual paths when they are all
-that keeps the flow from τ or on the edges of the solve's own minimum cut,
-else by further solves on the residual graph at scale 2**30/G (G the
-remaining bound), until a cut summed in float64 from the original
-capacities is within 1e-10 of the flow. So the bound on every value
-is a posteriori and proven by that cut, not assumed.
+one run on a busy 2-core machine): n = 128: bottleneck 0.23, near-identity
+0.14, blocks 0.07, blocks apart 0.05 (random 0.01, real 0.05); n = 64: 0.32,
+0.20, 0.11, 0.07; n = 32: 0.46, 0.30, 0.38, 0.34 (goal ≤ 0.5).
 
 Whether a value sits at τ is reported too (``at_bound``): such a value is set
 by one bottleneck (how much the source token sends, or how much the input
@@ -82,10 +66,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from attnwidget.errors import TooLargeError
-from attnwidget.methods.flow import _push as _flow_push
-from attnwidget.methods.flow._direct import solve_direct
+from attnwidget.methods.flow import _push
 from attnwidget.methods.flow._flowcert import certify
-from attnwidget.methods.flow._maxflow import DEFAULT_TOL, solve
 from attnwidget.methods.graph import (
     HeadFusion,
     add_residual,
@@ -102,23 +84,9 @@ from attnwidget.methods.registry import ScoreContext, register
 DEFAULT_MAX_BYTES = 2 * 1024**3
 #: A value counts as "at the trivial bound" when within this of it.
 AT_BOUND_ATOL = 1e-9
-#: Shorter inputs are solved on the full graph (subgraphs would not pay off:
-#: on the hard inputs of ``bench/flow.py --hard``, L = 12, the full graph was
-#: 0–28 % faster at n = 32 and 0–20 % at n = 48, subgraphs 3–22 % at n = 64).
-SUBGRAPH_FROM_N = 56
-#: Solve the pairs left by the certificates with :mod:`._flow_direct` (False:
-#: with the batch solver of :mod:`._maxflow` alone; kept for tests and comparison).
-DIRECT = True
-#: Solve the pairs the certificates leave with the compiled push–relabel
-#: solver of :mod:`._flow_push` when numba is installed (False: the scipy-based
-#: solvers below; kept for tests and for machines without numba).
-PUSH = True
-#: Fewest node layers for the direct solver: on shallower graphs each problem
-#: is so small that Python's per-problem overhead dominates, and the batch
-#: solver (many problems per scipy call) was 1.5–3.5× faster (real attention,
-#: L = 4, n = 16–64); at L = 12 the direct one was as fast or faster.
-DIRECT_FROM = 6
-#: Bytes per graph edge: our arrays plus scipy's int32 residual copies.
+#: Bytes per graph edge, a generous bound: the solver's int64 and float64 copies
+#: take ~40 (kept at the figure of the earlier scipy-based solver, so that
+#: ``max_bytes`` refuses the same inputs as before).
 _BYTES_PER_EDGE = 160
 
 
@@ -139,8 +107,8 @@ class FlowResult:
         rows: (R,) the source token positions.
         layer: the 0-based layer index of the sources (node row ``layer + 1``).
         max_error: certified bound on ``|raw_values − exact max flow|`` over all
-            entries (≤ 1e-10 unless a solve hit its stage limit), proven per
-            value by a cut of the graph (see the module docstring).
+            entries (~1e-13 at L = 12, n = 128), proven per value by a cut of
+            the graph (see the module docstring).
     """
 
     values: np.ndarray
@@ -264,38 +232,17 @@ def _max_flows(
             raw[start : start + step] = np.minimum(part, sink_caps[None]).sum(axis=1)
         return raw, bound, gap
     raw = np.zeros(bound.shape)
-    push = PUSH and _flow_push.available()
-    # With the compiled solver the exact transport certificate costs more
-    # than it saves (real attention, n = 128: 160 ms vs 60 ms for the row).
-    done, gap = certify(adjusted, top, sources, bound, transport=not push)
+    done = certify(adjusted, top, sources, bound)
     raw[done] = bound[done]
     todo_r, todo_j = np.nonzero(~done)
-    if todo_r.size and push:
-        graph = _flow_push.prepare([adjusted[layer] for layer in range(top - 1)])
+    if todo_r.size:
+        graph = _push.prepare([adjusted[layer] for layer in range(top - 1)])
         # np.nonzero gives the pairs by row, each row's sinks ascending (neighbours in turn)
         for part in np.split(np.arange(todo_r.size), np.flatnonzero(np.diff(todo_r)) + 1):
             r, sinks = todo_r[part[0]], todo_j[part]
-            flows = _flow_push.solve_row(graph, source_caps[r], sinks)
+            flows = _push.solve_row(graph, source_caps[r], sinks)
             raw[r, sinks] = flows.value
             gap[r, sinks] = flows.error
-        return raw, bound, gap
-    inner = [adjusted[layer - 1] for layer in range(top - 1, 1, -1)]
-    # Short inputs or three node layers: the full graph is as cheap as subgraphs.
-    chains = None if n < SUBGRAPH_FROM_N or top <= 3 else (sources[todo_r], todo_j)
-    if todo_r.size and DIRECT and top >= DIRECT_FROM:
-        direct = solve_direct(
-            inner, source_caps[todo_r], sink_caps[:, todo_j].T, chains=chains, tol=DEFAULT_TOL
-        )
-        raw[todo_r[direct.ok], todo_j[direct.ok]] = direct.value[direct.ok]
-        gap[todo_r[direct.ok], todo_j[direct.ok]] = direct.error[direct.ok]
-        todo_r, todo_j = todo_r[~direct.ok], todo_j[~direct.ok]
-    if todo_r.size:
-        chains = None if chains is None else (sources[todo_r], todo_j)
-        solutions = solve(
-            inner, source_caps[todo_r], sink_caps[:, todo_j].T, chains=chains, tol=DEFAULT_TOL
-        )
-        raw[todo_r, todo_j] = solutions.upper
-        gap[todo_r, todo_j] = solutions.upper - solutions.lower
     return raw, bound, gap
 
 
@@ -329,8 +276,8 @@ def flow_memory(num_layers: int, heads: int, n: int, *, layer: int = -1) -> tupl
     """Estimated peak bytes of :func:`attention_flow_result`, and its graph's edge count.
 
     Counts the float64 copy of the (L, H, n, n) input, a few (L, n, n) work
-    arrays, and ~160 bytes per edge of the largest graph solved at once (our
-    CSR arrays plus scipy's int32 residual copies).
+    arrays, and ~160 bytes per edge of the largest graph solved at once (a
+    generous bound: the solver's int64 and float64 copies take ~40).
     """
     top = layer % num_layers + 1
     edges = max(top - 2, 0) * n * n + 2 * n
@@ -371,6 +318,7 @@ def _score_flow(context: ScoreContext) -> tuple[np.ndarray, dict[str, object]]:
     weighted = context.query_weights is not None
     attentions = context.attentions
     if attentions is None:  # keep="fused": one head-mean map per layer (head_fusion "mean")
+        assert context.fused_attentions is not None  # kept by "fused" (check_keep_for)
         attentions = context.fused_attentions[:, None]
     result = attention_flow_result(
         attentions,

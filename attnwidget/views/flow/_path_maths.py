@@ -269,8 +269,8 @@ def _max_flow_edges(
 ) -> tuple[float, list[np.ndarray]]:
     """One maximum flow from ``source`` (top node layer) to ``sink`` (bottom) and its edge flows.
 
-    The methods layer's extractor (:func:`attnwidget.methods.flow.edges.max_flow_edges`),
-    the same that the exact solver reads scipy's results with.
+    The methods layer's extractor (:func:`attnwidget.methods.flow.edges.max_flow_edges`,
+    scipy's Dinic); the node values come from :func:`attention_flow_result`.
     """
     from attnwidget.methods.flow.edges import (
         max_flow_edges,  # views import methods, never the reverse
