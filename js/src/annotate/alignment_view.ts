@@ -17,6 +17,7 @@ import type { AnyModel } from "@anywidget/types";
 import { cellClasses, cellColor, clickSelection, NONE, readAlignment, spotOf, type AlignmentData, type Spot } from "./alignment_state";
 import type { AlignmentTraits } from "./alignment_types";
 import { displayToken, h, microtaskScheduler, saveTraits, styleElement } from "../core/dom";
+import { Listeners } from "../core/listeners";
 import { formatNumber } from "../core/format";
 import styles from "./alignment.css";
 import { useBaseStyles } from "../core/base_styles";
@@ -146,17 +147,12 @@ export function renderAlignmentView({ model, el }: { model: Model; el: HTMLEleme
     saveTraits<Pick<AlignmentTraits, "selected_output" | "selected_input">>(model as never, pick);
     highlight();
   };
-  body.addEventListener("mouseover", onOver);
-  body.addEventListener("mouseleave", onLeave);
-  body.addEventListener("click", onClick);
-  for (const name of DATA_TRAITS) model.on(`change:${name}`, schedule);
-  for (const name of VIEW_TRAITS) model.on(`change:${name}`, highlight);
+  const listeners = new Listeners()
+    .on(body, "mouseover", onOver)
+    .on(body, "mouseleave", onLeave)
+    .on(body, "click", onClick)
+    .traits(model, DATA_TRAITS, schedule)
+    .traits(model, VIEW_TRAITS, highlight);
   schedule();
-  return () => {
-    for (const name of DATA_TRAITS) model.off(`change:${name}`, schedule);
-    for (const name of VIEW_TRAITS) model.off(`change:${name}`, highlight);
-    body.removeEventListener("mouseover", onOver);
-    body.removeEventListener("mouseleave", onLeave);
-    body.removeEventListener("click", onClick);
-  };
+  return listeners.dispose;
 }

@@ -38,6 +38,7 @@ import {
 import type { AnnotatorRequest, AnnotatorTraits, ShownItem, Span } from "./annotator_types";
 import { decodeMatrix } from "../core/buffers";
 import { microtaskScheduler, saveTraits, styleElement } from "../core/dom";
+import { Listeners } from "../core/listeners";
 import styles from "./annotator.css";
 import { useBaseStyles } from "../core/base_styles";
 
@@ -282,33 +283,28 @@ export function renderAnnotator({ model, el }: { model: Model; el: HTMLElement }
     requests.reply(content);
   };
 
-  root.addEventListener("pointerdown", onPointerDown);
   const doc = root.ownerDocument;
-  doc.addEventListener("pointermove", onPointerMove);
-  doc.addEventListener("pointerup", onPointerUp);
-  root.addEventListener("click", onClick);
-  root.addEventListener("mousedown", onMouseDown);
-  root.addEventListener("keydown", onKey);
-  dom.note.addEventListener("input", onNote);
-  dom.confidence.addEventListener("input", onConfidence);
-  dom.overlayToggle.addEventListener("change", onOverlay);
-  dom.method.addEventListener("change", onMethod);
-  model.on("msg:custom", onMessage);
-  model.on("change:item", scheduleItem);
-  for (const name of STATE_TRAITS) model.on(`change:${name}`, scheduleState);
+  const listeners = new Listeners()
+    .add(() => root.remove())
+    .on(root, "pointerdown", onPointerDown)
+    .on(doc, "pointermove", onPointerMove)
+    .on(doc, "pointerup", onPointerUp)
+    .on(root, "click", onClick)
+    .on(root, "mousedown", onMouseDown)
+    .on(root, "keydown", onKey)
+    .on(dom.note, "input", onNote)
+    .on(dom.confidence, "input", onConfidence)
+    .on(dom.overlayToggle, "change", onOverlay)
+    .on(dom.method, "change", onMethod)
+    .model(model, "msg:custom", onMessage)
+    .traits(model, ["item"], scheduleItem)
+    .traits(model, STATE_TRAITS, scheduleState)
+    .add(() => requests.dispose());
   try {
     drawAll();
   } catch (err) {
     onFail(err);
   }
 
-  return () => {
-    requests.dispose();
-    model.off("msg:custom", onMessage);
-    model.off("change:item", scheduleItem);
-    for (const name of STATE_TRAITS) model.off(`change:${name}`, scheduleState);
-    doc.removeEventListener("pointermove", onPointerMove);
-    doc.removeEventListener("pointerup", onPointerUp);
-    root.remove();
-  };
+  return listeners.dispose;
 }

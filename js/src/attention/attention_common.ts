@@ -10,6 +10,7 @@ import type { AnyModel } from "@anywidget/types";
 import { pairBlock, type Range } from "./attention_layout";
 import { AttentionStore, Requester } from "./attention_state";
 import type { AttentionError, AttentionReply, AttentionTraits, MatrixInfo, PairFilter } from "./attention_types";
+import { Listeners } from "../core/listeners";
 import { h } from "../core/dom";
 import type { Binary } from "../core/types";
 
@@ -186,25 +187,16 @@ export function attentionFeed(
     onData();
   };
   reload();
-  model.on("msg:custom", onMessage);
-  model.on(NAVIGATION_EVENTS, onNavigate);
-  model.on("change:preload", onStructure);
-  model.on("change:matrices", onStructure);
-  // A new explanation may come with the same matrix shapes and no preload
-  // (both unchanged), so only this says that the stored attention is stale.
-  model.on("change:_generation", onStructure);
-  return {
-    store: () => store,
-    requester,
-    dispose: () => {
+  const listeners = new Listeners()
+    .add(() => {
       for (const timer of timers) clearTimeout(timer);
-      model.off("msg:custom", onMessage);
-      model.off(NAVIGATION_EVENTS, onNavigate);
-      model.off("change:preload", onStructure);
-      model.off("change:matrices", onStructure);
-      model.off("change:_generation", onStructure);
-    },
-  };
+    })
+    .model(model, "msg:custom", onMessage)
+    .model(model, NAVIGATION_EVENTS, onNavigate)
+    // A new explanation may come with the same matrix shapes and no preload
+    // (both unchanged), so only _generation says that the stored attention is stale.
+    .traits(model, ["preload", "matrices", "_generation"], onStructure);
+  return { store: () => store, requester, dispose: listeners.dispose };
 }
 
 /** Trait changes that show other attention (ModelView has `head`, HeadView does not). */

@@ -36,6 +36,7 @@ import { watchHostTheme } from "../core/host_theme";
 import styles from "./attention.css";
 import type { HeadTraits } from "./attention_types";
 import { h, microtaskScheduler, saveTraits, styleElement } from "../core/dom";
+import { Listeners } from "../core/listeners";
 import { useBaseStyles } from "../core/base_styles";
 
 type Model = AnyModel<HeadTraits>;
@@ -213,22 +214,17 @@ export function renderHeadView({ model, el }: { model: Model; el: HTMLElement })
     schedule();
   });
   const TRAITS = ["matrix", "pair_filter", "layer", "heads", "selected_token", "theme", "tokens", "decoder_tokens", "matrices", "sentence_b_start"];
-  for (const name of TRAITS) model.on(`change:${name}`, schedule);
-  headBoxes.addEventListener("click", onHeadClick);
-  headBoxes.addEventListener("dblclick", onHeadDoubleClick);
-  root.addEventListener("keydown", onKey);
+  const listeners = new Listeners()
+    .add(() => root.remove())
+    .add(() => panel.destroy())
+    .add(unwatchTheme)
+    .add(() => feed.dispose())
+    .traits(model, TRAITS, schedule)
+    .on(headBoxes, "click", onHeadClick)
+    .on(headBoxes, "dblclick", onHeadDoubleClick)
+    .on(root, "keydown", onKey);
   update();
-
-  return () => {
-    for (const name of TRAITS) model.off(`change:${name}`, schedule);
-    feed.dispose();
-    unwatchTheme();
-    headBoxes.removeEventListener("click", onHeadClick);
-    headBoxes.removeEventListener("dblclick", onHeadDoubleClick);
-    root.removeEventListener("keydown", onKey);
-    panel.destroy();
-    root.remove();
-  };
+  return listeners.dispose;
 }
 
 function statusText(tokens: readonly string[], pinned: number, layer: number, heads: number, causal: boolean): string {

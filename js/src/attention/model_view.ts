@@ -54,6 +54,7 @@ import styles from "./attention.css";
 import type { MatrixInfo, ModelTraits, ThumbIndex } from "./attention_types";
 import { asBytes, decodeFloat16Bits, widen } from "../core/buffers";
 import { h, microtaskScheduler, saveTraits, styleElement, whenIdle } from "../core/dom";
+import { Listeners } from "../core/listeners";
 import { useBaseStyles } from "../core/base_styles";
 
 type Model = AnyModel<ModelTraits>;
@@ -397,32 +398,21 @@ export function renderModelView({ model, el }: { model: Model; el: HTMLElement }
   };
 
   const TRAITS = ["matrix", "pair_filter", "layer", "head", "selected_token", "theme", "tokens", "decoder_tokens", "matrices", "sentence_b_start"];
-  for (const name of TRAITS) model.on(`change:${name}`, schedule);
-  model.on("change:thumbs", onThumbs);
-  model.on("change:thumb_index", onThumbs);
-  canvas.addEventListener("mousemove", onMove);
-  canvas.addEventListener("mouseleave", onLeave);
-  canvas.addEventListener("click", onClick);
-  close.addEventListener("click", onClose);
-  root.addEventListener("keydown", onKey);
-  const unwatchTheme = watchHostTheme(schedule);
-  // The grid's colours and the panel follow a theme switch; a resize needs no redraw (the grid scrolls).
+  const listeners = new Listeners()
+    .add(() => root.remove())
+    .add(() => panel.destroy())
+    .add(() => cancelPrebuild())
+    .add(() => feed.dispose())
+    .traits(model, TRAITS, schedule)
+    .traits(model, ["thumbs", "thumb_index"], onThumbs)
+    .on(canvas, "mousemove", onMove)
+    .on(canvas, "mouseleave", onLeave)
+    .on(canvas, "click", onClick)
+    .on(close, "click", onClose)
+    .on(root, "keydown", onKey)
+    // The grid's colours and the panel follow a theme switch; a resize needs no redraw (the grid scrolls).
+    .add(watchHostTheme(schedule));
   decodeThumbs();
   update();
-
-  return () => {
-    for (const name of TRAITS) model.off(`change:${name}`, schedule);
-    model.off("change:thumbs", onThumbs);
-    model.off("change:thumb_index", onThumbs);
-    feed.dispose();
-    unwatchTheme();
-    cancelPrebuild();
-    canvas.removeEventListener("mousemove", onMove);
-    canvas.removeEventListener("mouseleave", onLeave);
-    canvas.removeEventListener("click", onClick);
-    close.removeEventListener("click", onClose);
-    root.removeEventListener("keydown", onKey);
-    panel.destroy();
-    root.remove();
-  };
+  return listeners.dispose;
 }

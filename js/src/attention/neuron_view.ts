@@ -15,6 +15,7 @@ import type { AnyModel } from "@anywidget/types";
 
 import { select, setOptions } from "./attention_common";
 import { displayToken, h, microtaskScheduler, styleElement } from "../core/dom";
+import { Listeners } from "../core/listeners";
 import { formatNumber } from "../core/format";
 import { canvasValue, drawKeys, drawQuery, entryAt } from "./neuron_draw";
 import { DATA_TRAITS, VIEW_TRAITS, savePick } from "./neuron_messages";
@@ -110,15 +111,11 @@ export function renderNeuronView({ model, el }: { model: Model; el: HTMLElement 
     const next = event.key === "ArrowDown" ? Math.min(n - 1, token + 1) : Math.max(0, token - 1);
     if (savePick(model, { selected_token: next })) event.preventDefault();
   };
-  body.addEventListener("mousemove", onHover);
-  root.addEventListener("keydown", onKey);
-  for (const name of DATA_TRAITS) model.on(`change:${name}`, rebuild);
-  for (const name of VIEW_TRAITS) model.on(`change:${name}`, schedule);
+  const listeners = new Listeners()
+    .on(body, "mousemove", onHover)
+    .on(root, "keydown", onKey)
+    .traits(model, DATA_TRAITS, rebuild)
+    .traits(model, VIEW_TRAITS, schedule);
   rebuild();
-  return () => {
-    for (const name of DATA_TRAITS) model.off(`change:${name}`, rebuild);
-    for (const name of VIEW_TRAITS) model.off(`change:${name}`, schedule);
-    body.removeEventListener("mousemove", onHover);
-    root.removeEventListener("keydown", onKey);
-  };
+  return listeners.dispose;
 }

@@ -16,6 +16,7 @@
 import type { AnyModel } from "@anywidget/types";
 
 import { clear, h, styleElement } from "../core/dom";
+import { Listeners } from "../core/listeners";
 import { axisRange, cellOrder, cellText, decodeEvaluation, directionText, toX, valueAt, type EvaluationData } from "./evaluation_data";
 import styles from "./evaluation.css";
 import type { EvaluationTraits } from "./evaluation_types";
@@ -224,23 +225,16 @@ export function renderEvaluationView({ model, el }: { model: Model; el: HTMLElem
   };
   const onExample = (): void => drawList();
 
-  root.addEventListener("click", onClick);
-  root.addEventListener("keydown", onKey);
-  root.addEventListener("mouseover", onOver);
-  for (const name of DATA_TRAITS) model.on(`change:${name}`, scheduleDraw);
-  model.on("change:selected", onSelected);
-  model.on("change:selected_example", onExample);
+  const listeners = new Listeners()
+    .add(() => root.remove())
+    .on(root, "click", onClick)
+    .on(root, "keydown", onKey)
+    .on(root, "mouseover", onOver)
+    .traits(model, DATA_TRAITS, scheduleDraw)
+    .traits(model, ["selected"], onSelected)
+    .traits(model, ["selected_example"], onExample);
   draw();
-
-  return () => {
-    for (const name of DATA_TRAITS) model.off(`change:${name}`, scheduleDraw);
-    model.off("change:selected", onSelected);
-    model.off("change:selected_example", onExample);
-    root.removeEventListener("click", onClick);
-    root.removeEventListener("keydown", onKey);
-    root.removeEventListener("mouseover", onOver);
-    root.remove();
-  };
+  return listeners.dispose;
 }
 
 /** The method × metric table: mean over its interval in each cell. */

@@ -31,6 +31,7 @@
 import type { AnyModel } from "@anywidget/types";
 
 import { microtaskScheduler, saveTraits } from "../core/dom";
+import { Listeners } from "../core/listeners";
 import { FlowPainter } from "./flow_draw";
 import { buildFlowElements, buildLabels, paintLabels, syncControls } from "./flow_dom";
 import { receive } from "./flow_messages";
@@ -367,34 +368,27 @@ export function renderFlowView({ model, el }: { model: Model; el: HTMLElement })
     draw();
   });
 
-  const listeners: [EventTarget, string, (event: never) => void][] = [
-    [e.leftLabels, "click", onLabelClick],
-    [e.rightLabels, "click", onLabelClick],
-    [canvas, "click", onCanvasClick],
-    [canvas, "mousemove", onMove],
-    [canvas, "mouseleave", onLeave],
-    [e.methodSelect, "change", onMethod],
-    [e.stackSelect, "change", onStack],
-    [e.slider, "input", onSlider],
-    [root, "keydown", onKey],
-  ];
-  for (const name of DATA_TRAITS) model.on(`change:${name}`, onData);
-  for (const name of VIEW_TRAITS) model.on(`change:${name}`, schedule);
-  model.on("change:threshold", onThreshold);
-  model.on("msg:custom", onMessage);
-  for (const [target, type, fn] of listeners) target.addEventListener(type, fn as EventListener);
+  const listeners = new Listeners()
+    .add(() => root.remove())
+    .on(e.leftLabels, "click", onLabelClick)
+    .on(e.rightLabels, "click", onLabelClick)
+    .on(canvas, "click", onCanvasClick)
+    .on(canvas, "mousemove", onMove)
+    .on(canvas, "mouseleave", onLeave)
+    .on(e.methodSelect, "change", onMethod)
+    .on(e.stackSelect, "change", onStack)
+    .on(e.slider, "input", onSlider)
+    .on(root, "keydown", onKey)
+    .add(() => {
+      if (hoverFrame) cancelAnimationFrame(hoverFrame);
+      sizeWatch?.disconnect();
+    })
+    .add(stopThemeWatch)
+    .add(stopTimers)
+    .traits(model, DATA_TRAITS, onData)
+    .traits(model, VIEW_TRAITS, schedule)
+    .traits(model, ["threshold"], onThreshold)
+    .model(model, "msg:custom", onMessage);
   schedule();
-
-  return () => {
-    for (const name of DATA_TRAITS) model.off(`change:${name}`, onData);
-    for (const name of VIEW_TRAITS) model.off(`change:${name}`, schedule);
-    model.off("change:threshold", onThreshold);
-    model.off("msg:custom", onMessage);
-    stopTimers();
-    stopThemeWatch();
-    sizeWatch?.disconnect();
-    if (hoverFrame) cancelAnimationFrame(hoverFrame);
-    for (const [target, type, fn] of listeners) target.removeEventListener(type, fn as EventListener);
-    root.remove();
-  };
+  return listeners.dispose;
 }

@@ -15,14 +15,6 @@ export const DATA_TRAITS = ["scores", "shape", "methods", "signed", "columns", "
 /** Synced view state: a change redraws from the data already read. */
 export const VIEW_TRAITS = ["method", "selected_step", "aggregate"] as const;
 
-/** Call `fn` on a change of any of `names`; returns the unsubscribe. */
-export function listen(model: Model, names: readonly string[], fn: () => void): () => void {
-  for (const name of names) model.on(`change:${name}`, fn);
-  return () => {
-    for (const name of names) model.off(`change:${name}`, fn);
-  };
-}
-
 /** Select a step (synced to Python). */
 export function saveStep(model: Model, step: number): void {
   if (step === model.get("selected_step")) return;

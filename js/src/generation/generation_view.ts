@@ -15,8 +15,9 @@
 import type { AnyModel } from "@anywidget/types";
 
 import { displayToken, h, microtaskScheduler, styleElement } from "../core/dom";
+import { Listeners } from "../core/listeners";
 import { flowDiagram, heatmap, saliencyStrip } from "./generation_draw";
-import { DATA_TRAITS, listen, saveAggregate, saveMethod, saveStep, VIEW_TRAITS } from "./generation_messages";
+import { DATA_TRAITS, saveAggregate, saveMethod, saveStep, VIEW_TRAITS } from "./generation_messages";
 import { clickStep, gridOf, methodIndex, readGeneration, stepOf, type Aggregate, type GenerationData } from "./generation_state";
 import type { GenerationTraits } from "./generation_types";
 import styles from "./generation.css";
@@ -120,13 +121,10 @@ export function renderGenerationView({ model, el }: { model: Model; el: HTMLElem
     saveStep(model, target.tagName === "BUTTON" ? clickStep(step, model.get("selected_step")) : step);
     redraw();
   };
-  body.addEventListener("click", onClick);
-  const stopData = listen(model, DATA_TRAITS, reread);
-  const stopView = listen(model, VIEW_TRAITS, redraw);
+  const listeners = new Listeners()
+    .on(body, "click", onClick)
+    .traits(model, DATA_TRAITS, reread)
+    .traits(model, VIEW_TRAITS, redraw);
   reread();
-  return () => {
-    stopData();
-    stopView();
-    body.removeEventListener("click", onClick);
-  };
+  return listeners.dispose;
 }

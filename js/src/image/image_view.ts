@@ -24,6 +24,7 @@ import type { AnyModel } from "@anywidget/types";
 import { select, setOptions } from "../attention/attention_common";
 import { gradient } from "../core/colors";
 import { h, microtaskScheduler, saveTraits, styleElement } from "../core/dom";
+import { Listeners } from "../core/listeners";
 import { formatPercent } from "../core/format";
 import { decodeImage, drawComposite, drawOutlines, mapCanvas, thumbElements, type Picture } from "./image_draw";
 import { asPatch, fitSize, mapRange, patchAfterKey, patchAt, patchIndex, queryRow, type MapRange, type Patch } from "./image_maths";
@@ -328,25 +329,32 @@ export function renderImageView({ model, el }: { model: Model; el: HTMLElement }
     schedule();
   };
 
-  stage.addEventListener("mousemove", onMove);
-  stage.addEventListener("mouseleave", onLeave);
-  stage.addEventListener("click", onClick);
-  multiples.addEventListener("click", onThumb);
-  root.addEventListener("keydown", onKey);
-  opacity.addEventListener("input", onOpacity);
-  model.on("msg:custom", onMessage);
   const onImage = (): void => {
     loadImage();
     schedule();
   };
-  model.on("change:image change:image_size", onImage);
-  for (const name of DATA_TRAITS) model.on(`change:${name}`, rebuild);
-  for (const name of VIEW_TRAITS) model.on(`change:${name}`, schedule);
   // After an error, another map or layer may be asked for again (a retry too).
   const onNavigate = (): void => {
     if (error) requester.reset();
   };
-  model.on(NAVIGATION, onNavigate);
+  const listeners = new Listeners()
+    .add(() => root.remove())
+    .add(() => {
+      imageGeneration += 1;
+      if (picture && "close" in picture.source) (picture.source as ImageBitmap).close();
+    })
+    .on(stage, "mousemove", onMove)
+    .on(stage, "mouseleave", onLeave)
+    .on(stage, "click", onClick)
+    .on(multiples, "click", onThumb)
+    .on(root, "keydown", onKey)
+    .on(opacity, "input", onOpacity)
+    .model(model, "msg:custom", onMessage)
+    .model(model, "change:image change:image_size", onImage)
+    .traits(model, DATA_TRAITS, rebuild)
+    .traits(model, VIEW_TRAITS, schedule)
+    .model(model, NAVIGATION, onNavigate)
+    .add(() => requester.dispose());
   try {
     loadImage();
     build();
@@ -355,15 +363,5 @@ export function renderImageView({ model, el }: { model: Model; el: HTMLElement }
     fail(err);
   }
 
-  return () => {
-    requester.dispose();
-    model.off("msg:custom", onMessage);
-    model.off("change:image change:image_size", onImage);
-    for (const name of DATA_TRAITS) model.off(`change:${name}`, rebuild);
-    for (const name of VIEW_TRAITS) model.off(`change:${name}`, schedule);
-    model.off(NAVIGATION, onNavigate);
-    imageGeneration += 1;
-    if (picture && "close" in picture.source) (picture.source as ImageBitmap).close();
-    root.remove();
-  };
+  return listeners.dispose;
 }

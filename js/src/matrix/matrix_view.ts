@@ -19,6 +19,7 @@
 import type { AnyModel } from "@anywidget/types";
 
 import { displayToken, h, styleElement } from "../core/dom";
+import { Listeners } from "../core/listeners";
 import { formatNumber } from "../core/format";
 import { drawFrame, drawLegend, drawMinimap, legendText, type ColorScale, type Frame } from "./matrix_draw";
 import { decodeTile, decodeTiles, isTileReply, tileRequests } from "./matrix_messages";
@@ -328,22 +329,23 @@ export function renderMatrixView({ model, el }: { model: Model; el: HTMLElement 
   const onZoomIn = (): void => zoomBy(2);
   const onZoomOut = (): void => zoomBy(0.5);
 
-  const listeners: [EventTarget, string, EventListener, AddEventListenerOptions?][] = [
-    [canvas, "pointerdown", onDown as EventListener],
-    [canvas, "pointermove", onMove as EventListener],
-    [canvas, "pointerup", onUp as EventListener],
-    [canvas, "pointerleave", onLeave],
-    [canvas, "wheel", onWheel as EventListener, { passive: false }],
-    [minimap, "click", onMinimap as EventListener],
-    [root, "keydown", onKey as EventListener],
-    [layerSelect, "change", onLayer],
-    [headSelect, "change", onHead],
-    [scaleSelect, "change", onScale],
-    [zoomIn, "click", onZoomIn],
-    [zoomOut, "click", onZoomOut],
-    [fit, "click", onFit],
-  ];
-  for (const [target, name, fn, options] of listeners) target.addEventListener(name, fn, options);
+  const listeners = new Listeners()
+    .add(() => {
+      if (frameHandle) cancelAnimationFrame(frameHandle);
+    })
+    .on(canvas, "pointerdown", onDown)
+    .on(canvas, "pointermove", onMove)
+    .on(canvas, "pointerup", onUp)
+    .on(canvas, "pointerleave", onLeave)
+    .on(canvas, "wheel", onWheel, { passive: false })
+    .on(minimap, "click", onMinimap)
+    .on(root, "keydown", onKey)
+    .on(layerSelect, "change", onLayer)
+    .on(headSelect, "change", onHead)
+    .on(scaleSelect, "change", onScale)
+    .on(zoomIn, "click", onZoomIn)
+    .on(zoomOut, "click", onZoomOut)
+    .on(fit, "click", onFit);
 
   const onSelected = (): void => {
     showStatus();
@@ -357,26 +359,16 @@ export function renderMatrixView({ model, el }: { model: Model; el: HTMLElement 
     syncControls();
     schedule();
   };
-  const traitHandlers: [string, () => void][] = [
-    ["change:tokens", setup],
-    ["change:levels", setup],
-    ["change:version", load],
-    ["change:selected_token", onSelected],
-    ["change:layer", onControls],
-    ["change:head", onControls],
-    ["change:caption", onControls],
-    ["change:color_scale", onScaleChange],
-    ["change:value_range", schedule],
-  ];
-  for (const [name, fn] of traitHandlers) model.on(name, fn);
-  model.on("msg:custom", onMessage);
+  listeners
+    .traits(model, ["tokens", "levels"], setup)
+    .traits(model, ["version"], load)
+    .traits(model, ["selected_token"], onSelected)
+    .traits(model, ["layer", "head", "caption"], onControls)
+    .traits(model, ["color_scale"], onScaleChange)
+    .traits(model, ["value_range"], schedule)
+    .model(model, "msg:custom", onMessage);
   setup();
   showStatus();
   palette = colors();
-  return () => {
-    if (frameHandle) cancelAnimationFrame(frameHandle);
-    for (const [target, name, fn, options] of listeners) target.removeEventListener(name, fn, options);
-    for (const [name, fn] of traitHandlers) model.off(name, fn);
-    model.off("msg:custom", onMessage);
-  };
+  return listeners.dispose;
 }

@@ -26,6 +26,7 @@ import type { AnyModel } from "@anywidget/types";
 import { decodeMatrix, type Matrix } from "../core/buffers";
 import { gradient } from "../core/colors";
 import { clear, h, styleElement } from "../core/dom";
+import { Listeners } from "../core/listeners";
 import { formatNumber } from "../core/format";
 import { coverageText, rangeText, scoreRange, type ScaleMode, type ScoreRange } from "../core/score_range";
 import { grid, placeLineLabels } from "./saliency_grid";
@@ -197,26 +198,18 @@ export function renderSaliency({ model, el }: { model: Model; el: HTMLElement })
   };
   const onSelected = (): void => highlight(model.get("selected_token") ?? -1);
 
-  root.addEventListener("click", onClick);
-  root.addEventListener("mouseover", onOver);
-  root.addEventListener("mouseleave", onLeave);
-  root.addEventListener("keydown", onKey);
-  scaleSelect.addEventListener("change", onScale);
-  for (const name of DATA_TRAITS) model.on(`change:${name}`, scheduleDraw);
-  model.on("change:selected_token", onSelected);
+  const listeners = new Listeners()
+    .add(() => root.remove())
+    .on(root, "click", onClick)
+    .on(root, "mouseover", onOver)
+    .on(root, "mouseleave", onLeave)
+    .on(root, "keydown", onKey)
+    .on(scaleSelect, "change", onScale)
+    .add(() => resizes?.disconnect())
+    .traits(model, DATA_TRAITS, scheduleDraw)
+    .traits(model, ["selected_token"], onSelected);
   draw();
-
-  return () => {
-    for (const name of DATA_TRAITS) model.off(`change:${name}`, scheduleDraw);
-    model.off("change:selected_token", onSelected);
-    resizes?.disconnect();
-    root.removeEventListener("click", onClick);
-    root.removeEventListener("mouseover", onOver);
-    root.removeEventListener("mouseleave", onLeave);
-    root.removeEventListener("keydown", onKey);
-    scaleSelect.removeEventListener("change", onScale);
-    root.remove();
-  };
+  return listeners.dispose;
 }
 
 /** Build the legends and the wrapped token columns into `body`. */

@@ -19,6 +19,7 @@ import type { AnyModel } from "@anywidget/types";
 
 import { select, setOptions } from "../attention/attention_common";
 import { h, microtaskScheduler, styleElement } from "../core/dom";
+import { Listeners } from "../core/listeners";
 import { buildEditor, updateEditor, type Editor } from "./calculator_draw";
 import { REPLY_MS, ReplyWatch, save, saveEntry } from "./calculator_messages";
 import { ARRAY_NAMES, decodeWire, inputText, labels, parseNumber, readInputs, readSteps, type Inputs, type Steps } from "./calculator_state";
@@ -321,14 +322,10 @@ export function renderCalculator({ model, el }: { model: Model; el: HTMLElement 
     silent = false;
     schedule();
   };
-  const inputEvents = INPUT_TRAITS.map((t) => `change:${t}`).join(" ");
-  const stepEvents = STEP_TRAITS.map((t) => `change:${t}`).join(" ");
-  model.on(inputEvents, onInputs);
-  model.on(stepEvents, onSteps);
+  const listeners = new Listeners()
+    .add(() => watch.dispose())
+    .traits(model, INPUT_TRAITS, onInputs)
+    .traits(model, STEP_TRAITS, onSteps);
   draw();
-  return () => {
-    watch.dispose();
-    model.off(inputEvents, onInputs);
-    model.off(stepEvents, onSteps);
-  };
+  return listeners.dispose;
 }
