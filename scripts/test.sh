@@ -85,7 +85,7 @@ echo "pytest: ${SECONDS}s"
 # test checks the two agree), in a second environment: the package imports,
 # captures and computes every method but LRP/chefer2021 (which need
 # transformers' AttentionInterface; their tests skip with that reason). It has
-# no numba, so tests/test_flow.py there runs flow's fallback, and
+# no numba, so tests/test_flow.py there runs flow's solver uncompiled, and
 # ATTNWIDGET_EXPECT_NO_NUMBA=1 lets its numba skips stand in CI. torch
 # comes from constraints.txt, the package from this checkout (python -m
 # pytest puts it first on the path). Reused when it already holds that version;
