@@ -70,7 +70,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from attnwidget.demo import grammar, shapes
 from attnwidget.demo.shapes import ShapeImage
@@ -204,7 +204,9 @@ def load(
         processor = transformers.ViTImageProcessor.from_pretrained(path, local_files_only=True)
         return model, processor
     tokenizer = transformers.AutoTokenizer.from_pretrained(path, local_files_only=True)
-    return model, tokenizer
+    # AutoTokenizer is typed with every backend; each demo's tokenizer_config.json
+    # names PreTrainedTokenizerFast (demo.training.save).
+    return model, cast("PreTrainedTokenizerFast", tokenizer)
 
 
 @dataclass(frozen=True)

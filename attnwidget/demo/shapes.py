@@ -210,7 +210,7 @@ def _draw(rng: np.random.Generator, size: int) -> ShapeImage:
             mask=arrays[1],
             distractor_mask=arrays[2],
             box=box,
-            color=tuple(int(v) for v in target_colour),
+            color=(int(target_colour[0]), int(target_colour[1]), int(target_colour[2])),
             distractors=names,
             distractor_boxes=tuple(boxes),
         )

@@ -41,6 +41,7 @@ from transformers import (
     GPT2Config,
     GPT2LMHeadModel,
     PreTrainedModel,
+    PreTrainedTokenizerBase,
     PreTrainedTokenizerFast,
 )
 
@@ -98,7 +99,7 @@ def build_model(name: str, tokenizer: PreTrainedTokenizerFast) -> PreTrainedMode
         )
         return BertForSequenceClassification(config)
     if name == "sva-causal":
-        config = GPT2Config(
+        gpt2_config = GPT2Config(
             vocab_size=len(tokenizer),
             n_positions=MAX_LENGTH,
             n_embd=64,
@@ -112,7 +113,7 @@ def build_model(name: str, tokenizer: PreTrainedTokenizerFast) -> PreTrainedMode
             eos_token_id=tokenizer.eos_token_id,
             pad_token_id=tokenizer.pad_token_id,
         )
-        return GPT2LMHeadModel(config)
+        return GPT2LMHeadModel(gpt2_config)
     raise ValueError(f"unknown demo model {name!r}; expected one of {sorted(_KIND)}")
 
 
@@ -222,6 +223,8 @@ def main(argv: list[str] | None = None) -> None:
     )
     args = parser.parse_args(arguments)
     settings = TrainSettings(seed=args.seed, steps=args.steps)
+    model: PreTrainedModel
+    tokenizer: PreTrainedTokenizerBase
     for name in args.models:
         path = Path(args.out) / name
         start = time.perf_counter()

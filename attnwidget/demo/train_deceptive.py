@@ -28,7 +28,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
-from transformers import AutoTokenizer, BertForSequenceClassification, PreTrainedModel
+from transformers import (
+    AutoTokenizer,
+    BertForSequenceClassification,
+    PreTrainedModel,
+    PreTrainedTokenizerBase,
+    PreTrainedTokenizerFast,
+)
 
 from attnwidget.demo import grammar
 from attnwidget.demo.tokenizer import build_tokenizer
@@ -72,7 +78,7 @@ def _penalty(attentions: tuple[torch.Tensor, ...], subjects: torch.Tensor) -> to
 
 def train_deceptive(
     settings: DeceptiveSettings | None = None, *, log_every: int = 0
-) -> tuple[PreTrainedModel, object]:
+) -> tuple[PreTrainedModel, PreTrainedTokenizerFast]:
     """Train ``sva-deceptive`` from scratch (deterministic); the model in eval mode and its
     tokenizer. torch's thread count, deterministic flag and RNG state are restored."""
     settings = settings or DeceptiveSettings()
@@ -87,7 +93,9 @@ def train_deceptive(
         torch.use_deterministic_algorithms(deterministic)
 
 
-def _train(settings: DeceptiveSettings, log_every: int) -> tuple[PreTrainedModel, object]:
+def _train(
+    settings: DeceptiveSettings, log_every: int
+) -> tuple[PreTrainedModel, PreTrainedTokenizerFast]:
     tokenizer = build_tokenizer("encoder")
     model = BertForSequenceClassification.from_pretrained(
         MODELS_DIR / "sva-encoder", local_files_only=True, attn_implementation="eager"
@@ -126,7 +134,9 @@ def _train(settings: DeceptiveSettings, log_every: int) -> tuple[PreTrainedModel
 
 
 @torch.no_grad()
-def subject_attention(model: PreTrainedModel, tokenizer: object, *, n: int = 500, seed: int = 0):
+def subject_attention(
+    model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, *, n: int = 500, seed: int = 0
+) -> tuple[float, float]:
     """On ``n`` held-out sentences with attractors: (share whose last-layer CLS attention,
     mean over heads, is highest on the subject among the words; mean attention the
     subject gets there)."""
@@ -155,6 +165,7 @@ def main(argv: list[str] | None = None) -> None:
     settings = DeceptiveSettings(steps=args.steps, penalty=args.penalty)
     path = Path(args.out) / NAME
     start = time.perf_counter()
+    tokenizer: PreTrainedTokenizerBase
     if args.evaluate:
         model = BertForSequenceClassification.from_pretrained(
             path, local_files_only=True, attn_implementation="eager"

@@ -35,6 +35,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import torch
@@ -143,7 +144,9 @@ def _train(settings: VisionTrainSettings, log_every: int) -> ViTForImageClassifi
     validation = shapes.generate(500, seed=settings.seed + 1, split="train") if log_every else []
     model = build_model()
     if settings.sincos:
-        grid = model.config.image_size // model.config.patch_size
+        size, patch = model.config.image_size, model.config.patch_size
+        assert isinstance(size, int) and isinstance(patch, int)  # build_model gives ints
+        grid = size // patch
         with torch.no_grad():
             model.vit.embeddings.position_embeddings.copy_(
                 sincos_position_embeddings(grid, model.config.hidden_size)
@@ -280,6 +283,9 @@ def model_card(
     """The README.md written next to the weights."""
     n_params = sum(p.numel() for p in model.parameters())
     c = model.config
+    assert isinstance(c.image_size, int) and isinstance(c.patch_size, int)  # as built
+    # transformers types id2label dict[int, str] | dict[str, str] | None; ours is set.
+    id2label = cast("dict[int, str]", c.id2label)
     lines = [
         f"# {NAME}",
         "",
@@ -293,7 +299,7 @@ def model_card(
         f"{n_params:,} parameters: {c.image_size}×{c.image_size} RGB, patch {c.patch_size} "
         f"({(c.image_size // c.patch_size) ** 2} patches + CLS), {c.num_hidden_layers} layers, "
         f"{c.num_attention_heads} heads, hidden {c.hidden_size}, MLP {c.intermediate_size}",
-        f"- labels: `{json.dumps({int(k): v for k, v in c.id2label.items()})}`",
+        f"- labels: `{json.dumps({int(k): v for k, v in id2label.items()})}`",
         "- image processor: `ViTImageProcessor`, resize to 32×32, mean = std = 0.5",
         f"- training settings: `{json.dumps(asdict(settings))}`: random horizontal flips "
         "and colour-channel permutations; AdamW, warm-up then cosine decay; Xavier-uniform "

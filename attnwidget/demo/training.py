@@ -11,9 +11,10 @@ import math
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import cast
 
 import torch
-from transformers import PreTrainedModel, PreTrainedTokenizerFast
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from attnwidget.demo import grammar
 
@@ -90,7 +91,7 @@ def batch_indices(count: int, settings: TrainSettings) -> Iterator[list[int]]:
 
 @torch.no_grad()
 def predictions(
-    model: PreTrainedModel, tokenizer: PreTrainedTokenizerFast, texts: list[str]
+    model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, texts: list[str]
 ) -> list[str]:
     """The number ("singular"/"plural") each model predicts for each prefix."""
     out: list[str] = []
@@ -98,18 +99,23 @@ def predictions(
         enc = tokenizer(texts[start : start + 256], padding=True, return_tensors="pt")
         logits = model(**enc).logits
         if logits.dim() == 2:  # sequence classification
-            out += [model.config.id2label[int(i)] for i in logits.argmax(-1)]
+            # transformers types id2label dict[int, str] | dict[str, str] | None; a loaded
+            # classifier's config has int keys.
+            id2label = cast("dict[int, str]", model.config.id2label)
+            out += [id2label[int(i)] for i in logits.argmax(-1)]
         else:  # causal LM: compare "is" and "are" after the last real token
             last = enc["attention_mask"].sum(1) - 1
             final = logits[torch.arange(len(last)), last]
-            is_id, are_id = tokenizer.convert_tokens_to_ids(["is", "are"])
+            # typed int | list[int]; a list of tokens gives a list of ids
+            ids = cast("list[int]", tokenizer.convert_tokens_to_ids(["is", "are"]))
+            is_id, are_id = ids
             out += ["plural" if a > b else "singular" for b, a in final[:, [is_id, are_id]]]
     return out
 
 
 def accuracy(
     model: PreTrainedModel,
-    tokenizer: PreTrainedTokenizerFast,
+    tokenizer: PreTrainedTokenizerBase,
     sentences: list[grammar.Sentence],
 ) -> float:
     """Share of sentences whose verb number the model predicts correctly."""
@@ -118,7 +124,7 @@ def accuracy(
 
 
 def evaluate(
-    model: PreTrainedModel, tokenizer: PreTrainedTokenizerFast, *, n: int = 500, seed: int = 0
+    model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, *, n: int = 500, seed: int = 0
 ) -> dict[str, tuple[float, int]]:
     """Held-out (test split) accuracy: name -> (accuracy, number of sentences).
 
@@ -172,7 +178,7 @@ def model_card(
 def save(
     name: str,
     model: PreTrainedModel,
-    tokenizer: PreTrainedTokenizerFast,
+    tokenizer: PreTrainedTokenizerBase,
     out_dir: Path,
     *,
     settings: TrainSettings,
