@@ -71,6 +71,7 @@ def test_wheel_contains_the_built_bundle(wheel: Path) -> None:
     with zipfile.ZipFile(wheel) as zf:
         names = zf.namelist()
         assert "attnwidget/static/widget.js" in names
+        assert "attnwidget/py.typed" in names  # type checkers read the package's hints
         bundle = zf.read("attnwidget/static/widget.js").decode("utf-8")
     assert len(bundle) > 5_000
     assert "as default" in bundle  # an ES module with a default export (render)

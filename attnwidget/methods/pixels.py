@@ -162,6 +162,7 @@ def patch_occlusion(
             r, c = divmod(int(index), cols)
             window = (slice(None), slice(r * patch_size, (r + 1) * patch_size))
             window += (slice(c * patch_size, (c + 1) * patch_size),)
-            variants[(slot, *window)] = baseline[window]
+            where = (slot, *window)  # not inline: mypy reads a starred index as 3.11 syntax
+            variants[where] = baseline[window]
         scores[chunk] = base - np.asarray(probability(variants), dtype=np.float64)
     return scores

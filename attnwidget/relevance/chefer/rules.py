@@ -61,14 +61,14 @@ class AlphaBeta(Function):
     """
 
     @staticmethod
-    def forward(ctx, x: torch.Tensor, y: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
+    def forward(ctx, x: torch.Tensor, y: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         ctx.save_for_backward(x, weight)
         # A copy, not a view: models change layer outputs in place (Falcon's
         # fused projections), which autograd refuses on a custom Function's view.
         return y.clone()
 
     @staticmethod
-    def backward(ctx, relevance: torch.Tensor) -> tuple[torch.Tensor, None, None]:  # type: ignore[override]
+    def backward(ctx, relevance: torch.Tensor) -> tuple[torch.Tensor, None, None]:
         x, weight = ctx.saved_tensors
         w_pos, w_neg = weight.clamp(min=0), weight.clamp(max=0)
         x_pos, x_neg = x.clamp(min=0), x.clamp(max=0)
@@ -85,14 +85,14 @@ class PassThrough(Function):
     """
 
     @staticmethod
-    def forward(ctx, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
+    def forward(ctx, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         if x.shape != y.shape:
             raise ValueError(f"relevance pass-through needs equal shapes, got {x.shape}, {y.shape}")
         ctx.dtype = x.dtype
         return y.clone()  # not a view: see AlphaBeta
 
     @staticmethod
-    def backward(ctx, relevance: torch.Tensor) -> tuple[torch.Tensor, None]:  # type: ignore[override]
+    def backward(ctx, relevance: torch.Tensor) -> tuple[torch.Tensor, None]:
         return relevance.to(ctx.dtype), None
 
 
@@ -104,14 +104,14 @@ class MatmulSplit(Function):
     """
 
     @staticmethod
-    def forward(ctx, a: torch.Tensor, b: torch.Tensor, factor: float) -> torch.Tensor:  # type: ignore[override]
+    def forward(ctx, a: torch.Tensor, b: torch.Tensor, factor: float) -> torch.Tensor:
         z = a @ b
         ctx.save_for_backward(a, b, z)
         ctx.factor = factor
         return z
 
     @staticmethod
-    def backward(ctx, relevance: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, None]:  # type: ignore[override]
+    def backward(ctx, relevance: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, None]:
         a, b, z = ctx.saved_tensors
         s = safe_divide(relevance, z)
         r_a = a * (s @ b.transpose(-1, -2))
@@ -131,12 +131,12 @@ class ResidualAdd(Function):
     """
 
     @staticmethod
-    def forward(ctx, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
+    def forward(ctx, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         ctx.save_for_backward(a, b)
         return a + b
 
     @staticmethod
-    def backward(ctx, relevance: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:  # type: ignore[override]
+    def backward(ctx, relevance: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         a, b = ctx.saved_tensors
         s = safe_divide(relevance, a + b)
         r_a, r_b = a * s, b * s
@@ -162,14 +162,14 @@ class TokenMean(Function):
     """
 
     @staticmethod
-    def forward(ctx, x: torch.Tensor, dims: tuple[int, ...], keepdim: bool) -> torch.Tensor:  # type: ignore[override]
+    def forward(ctx, x: torch.Tensor, dims: tuple[int, ...], keepdim: bool) -> torch.Tensor:
         ctx.save_for_backward(x)
         ctx.dims = tuple(sorted(d % x.dim() for d in dims))
         ctx.keepdim = keepdim
         return x.mean(dim=dims, keepdim=keepdim)
 
     @staticmethod
-    def backward(ctx, relevance: torch.Tensor) -> tuple[torch.Tensor, None, None]:  # type: ignore[override]
+    def backward(ctx, relevance: torch.Tensor) -> tuple[torch.Tensor, None, None]:
         (x,) = ctx.saved_tensors
         count = 1
         for d in ctx.dims:
@@ -218,14 +218,14 @@ def product_split(a: torch.Tensor, b: torch.Tensor, factor: float = 0.5) -> torc
 
 class _ProductSplit(Function):
     @staticmethod
-    def forward(ctx, a: torch.Tensor, b: torch.Tensor, factor: float) -> torch.Tensor:  # type: ignore[override]
+    def forward(ctx, a: torch.Tensor, b: torch.Tensor, factor: float) -> torch.Tensor:
         z = a * b
         ctx.save_for_backward(z)
         ctx.factor = factor
         return z
 
     @staticmethod
-    def backward(ctx, relevance: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, None]:  # type: ignore[override]
+    def backward(ctx, relevance: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, None]:
         (z,) = ctx.saved_tensors
         part = z * safe_divide(relevance, z) * ctx.factor
         return part, part.clone(), None

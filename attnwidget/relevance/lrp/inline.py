@@ -216,7 +216,7 @@ class InlineRules(TorchFunctionMode):
         super().__init__()
         self.state = state
 
-    def __torch_function__(  # type: ignore[override]
+    def __torch_function__(
         self,
         func: Callable[..., Any],
         types: Any,

@@ -49,12 +49,12 @@ class _ScaleGradient(Function):
     """Identity forward; backward multiplies the gradient by a constant."""
 
     @staticmethod
-    def forward(ctx, x: torch.Tensor, factor: float) -> torch.Tensor:  # type: ignore[override]
+    def forward(ctx, x: torch.Tensor, factor: float) -> torch.Tensor:
         ctx.factor = factor
         return x.view_as(x)
 
     @staticmethod
-    def backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor, None]:  # type: ignore[override]
+    def backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
         return grad * ctx.factor, None
 
 
@@ -62,7 +62,7 @@ class _EpsilonRule(Function):
     """Identity forward on a layer output z; backward ``g ← g · z / (z + ε·sign z)``."""
 
     @staticmethod
-    def forward(ctx, z: torch.Tensor, epsilon: float) -> torch.Tensor:  # type: ignore[override]
+    def forward(ctx, z: torch.Tensor, epsilon: float) -> torch.Tensor:
         size = z.abs()  # z / (z + ε·sign z) = |z| / (|z| + ε)
         ctx.save_for_backward(size / (size + epsilon))
         # Not a view (a view made here may not be modified in place, and models do
@@ -71,7 +71,7 @@ class _EpsilonRule(Function):
         return z.detach()
 
     @staticmethod
-    def backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor, None]:  # type: ignore[override]
+    def backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
         (factor,) = ctx.saved_tensors
         return grad * factor, None
 
@@ -80,13 +80,13 @@ class _IdentityRule(Function):
     """Forward returns ``y = f(x)`` (given); backward ``g_x = g_y · y / x`` (0 where x = 0)."""
 
     @staticmethod
-    def forward(ctx, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
+    def forward(ctx, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         ratio = (y / x).masked_fill_(x == 0, 0.0)
         ctx.save_for_backward(ratio)
         return y.view_as(y)
 
     @staticmethod
-    def backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor, None]:  # type: ignore[override]
+    def backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
         (ratio,) = ctx.saved_tensors
         return grad * ratio, None
 
