@@ -131,6 +131,8 @@ class _AttentionView(_AttentionMessages, _AttnWidget):
 
     tokens = traitlets.List(traitlets.Unicode(), read_only=True).tag(sync=True)
     decoder_tokens = traitlets.List(traitlets.Unicode(), read_only=True).tag(sync=True)
+    #: The tokenizer's own strings of ``tokens`` (``##ing``), shown on hover; [] if unknown.
+    raw_tokens = traitlets.List(traitlets.Unicode(), read_only=True).tag(sync=True)
     matrices = traitlets.List(traitlets.Dict(), read_only=True).tag(sync=True)
     sentence_b_start = traitlets.Int(-1, read_only=True).tag(sync=True)
     preload = traitlets.Bytes(b"", read_only=True).tag(sync=True)
@@ -216,6 +218,7 @@ class _AttentionView(_AttentionMessages, _AttnWidget):
         data, index = _preload(attention, attention.matrix(self.matrix), *first, budget, covered)
         self.set_trait("tokens", list(attention.tokens))
         self.set_trait("decoder_tokens", list(attention.decoder_tokens))
+        self.set_trait("raw_tokens", list(attention.raw_tokens))
         self.set_trait("matrices", [m.describe() for m in attention.matrices])
         b = attention.sentence_b_start
         self.set_trait("sentence_b_start", -1 if b is None else int(b))

@@ -10,6 +10,8 @@ trait                  type         meaning
 =====================  ===========  ==========================================
 ``_view``              str          ``"head"``
 ``tokens``             list[str]    input (encoder) tokens, shown as text
+``raw_tokens``         list[str]    the tokenizer's own strings of ``tokens`` (shown
+                                    on hover; [] if unknown)
 ``decoder_tokens``     list[str]    decoder tokens (encoder–decoder), else []
 ``matrices``           list[dict]   one per attention kind: ``key`` ("self",
                                     "encoder", "decoder", "cross"), ``label``,

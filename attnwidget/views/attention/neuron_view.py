@@ -20,7 +20,9 @@ order:
 trait              type         meaning
 =================  ===========  ==============================================
 ``_view``          str          ``"neuron"``: the JS view that renders it
-``tokens``         list[str]    n tokens (text, never HTML)
+``tokens``         list[str]    n tokens (text, never HTML), as every view shows
+                                them: no tokenizer markup (``##``, ``Ġ``)
+``raw_tokens``     list[str]    the tokenizer's own n strings (shown on hover)
 ``num_layers``     int          L
 ``num_heads``      int          H
 ``num_kv_heads``   int          key heads (< H: grouped-query attention; the
@@ -58,6 +60,7 @@ from attnwidget.capture.qk import QueryKeys, query_keys
 from attnwidget.errors import InputError
 from attnwidget.views.core.base import _AttnWidget
 from attnwidget.views.core.selection import NONE
+from attnwidget.views.core.tokens import readable_tokens
 
 
 def _index(value: Any, size: int, what: str) -> int:
@@ -101,6 +104,8 @@ class NeuronView(_AttnWidget):
     _view = traitlets.Unicode("neuron").tag(sync=True)
 
     tokens = traitlets.List(traitlets.Unicode(), read_only=True).tag(sync=True)
+    #: The tokenizer's own strings of ``tokens`` (``##ing``), shown on hover.
+    raw_tokens = traitlets.List(traitlets.Unicode(), read_only=True).tag(sync=True)
     num_layers = traitlets.Int(0, read_only=True).tag(sync=True)
     num_heads = traitlets.Int(0, read_only=True).tag(sync=True)
     num_kv_heads = traitlets.Int(0, read_only=True).tag(sync=True)
@@ -141,7 +146,9 @@ class NeuronView(_AttnWidget):
         head = _index(head, captured.num_heads, "head")
         selected_token = _index(selected_token, len(captured.tokens), "selected_token")
         super().__init__(layer=layer, head=head, selected_token=selected_token, **kwargs)
-        self.set_trait("tokens", list(captured.tokens))
+        # Shown as every view shows them (no ``##``); the raw strings on hover.
+        self.set_trait("tokens", readable_tokens(captured.tokens, tokenizer))
+        self.set_trait("raw_tokens", list(captured.tokens))
         self.set_trait("num_layers", captured.num_layers)
         self.set_trait("num_heads", captured.num_heads)
         self.set_trait("num_kv_heads", captured.kv_heads)
@@ -214,7 +221,7 @@ class NeuronView(_AttnWidget):
             "layer": layer,
             "head": head,
             "token": i,
-            "text": c.tokens[i],
+            "text": self.tokens[i],
             "q": c.q[layer, head, i].copy(),
             "k": c.k[layer, head].copy(),
             "q_rotated": q_rot.copy(),

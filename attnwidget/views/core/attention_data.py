@@ -5,7 +5,7 @@ the chunks they travel in (wire format: :mod:`attnwidget.views.attention._shared
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -21,6 +21,7 @@ from attnwidget.views.core.buffers import (
     encode_attention,
 )
 from attnwidget.views.core.method_maps import METHOD_MATRICES, method_maps, shown_methods
+from attnwidget.views.core.tokens import raw_tokens_of
 
 #: The wire dtype of attention weights: IEEE half, little-endian (see _buffers).
 WIRE_DTYPE = DTYPES["float16"]
@@ -128,6 +129,8 @@ class AttentionSet:
     decoder_tokens: list[str]
     matrices: list[AttentionMatrix]
     sentence_b_start: int | None = None
+    #: The tokenizer's strings of ``tokens`` (shown on hover), [] when unknown.
+    raw_tokens: list[str] = field(default_factory=list)
 
     def matrix(self, key: str) -> AttentionMatrix:
         for m in self.matrices:
@@ -171,7 +174,8 @@ class AttentionSet:
                 )
             if explanation.cross_attentions is not None:
                 matrices.append(make_matrix("cross", explanation.cross_attentions, decoder, tokens))
-        return cls(tokens, decoder, matrices, explanation.sentence_b_start).checked()
+        raw = raw_tokens_of(explanation, len(tokens))
+        return cls(tokens, decoder, matrices, explanation.sentence_b_start, raw).checked()
 
     def checked(self) -> AttentionSet:
         """Validate shapes against tokens; raise with a clear message."""

@@ -34,6 +34,8 @@ trait                 type         meaning
 ``stack``             str          the shown stack (synced both ways); cross-
                                    attention is drawn by neither
 ``tokens``            list[str]    n token strings (shown as text, never HTML)
+``raw_tokens``        list[str]    the tokenizer's own strings of ``tokens`` (shown
+                                   on hover; [] if unknown)
 ``shape``             list[int]    ``[L, n]``
 ``fused``             bytes        float32 little-endian C order, shape
                                    ``(fused_layers, n, n)``: head-fused
@@ -84,6 +86,7 @@ from attnwidget.methods.graph import HEAD_FUSIONS
 from attnwidget.results.explanation import Explanation
 from attnwidget.views.attention._shared import PRELOAD_BYTES
 from attnwidget.views.core.buffers import decode_float32, encode_float32
+from attnwidget.views.core.tokens import raw_tokens_of
 from attnwidget.views.flow._messages import (
     EDGE_FLOOR,
     EXPORT_BYTES,
@@ -186,6 +189,8 @@ class FlowView(_FlowMessages):
         sync=True
     )
     tokens = traitlets.List(traitlets.Unicode(), read_only=True).tag(sync=True)
+    #: The tokenizer's own strings of ``tokens`` (``##ing``), shown on hover; [] if unknown.
+    raw_tokens = traitlets.List(traitlets.Unicode(), read_only=True).tag(sync=True)
     shape = traitlets.List(traitlets.Int(), default_value=[0, 0], read_only=True).tag(sync=True)
     fused = traitlets.Bytes(b"", read_only=True).tag(sync=True)
     fused_layers = traitlets.Int(0, read_only=True).tag(sync=True)
@@ -326,6 +331,8 @@ class FlowView(_FlowMessages):
             finally:
                 self._committing = False
             self.set_trait("tokens", [str(t) for t in shown.explanation.tokens])
+            n_shown = len(shown.explanation.tokens)
+            self.set_trait("raw_tokens", raw_tokens_of(shown.explanation, n_shown))
             self.set_trait("shape", [layers, n])
             self.set_trait("fused", encode_float32(self._fused[:preload])[0])
             self.set_trait("fused_layers", preload)

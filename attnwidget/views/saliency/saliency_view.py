@@ -9,6 +9,8 @@ trait              type         meaning
 =================  ===========  ============================================
 ``_view``          str          ``"saliency"``: the JS view that renders it
 ``tokens``         list[str]    n token strings (shown as text, never HTML)
+``raw_tokens``     list[str]    the tokenizer's own strings of ``tokens`` (shown
+                                on hover; [] if unknown)
 ``methods``        list[str]    m method names, one row each
 ``summaries``      list[str]    m one-line method descriptions ("" if none)
 ``signed``         list[bool]   m flags: True -> diverging colours centred at 0
@@ -45,6 +47,7 @@ from attnwidget.errors import UnknownMethodError
 from attnwidget.results.explanation import Explanation
 from attnwidget.views.core.base import _AttnWidget
 from attnwidget.views.core.buffers import decode_float32, encode_float32
+from attnwidget.views.core.tokens import raw_tokens_of
 
 #: The values of :attr:`SaliencyView.scale`.
 SCALES = ("words", "all")
@@ -89,6 +92,8 @@ class SaliencyView(_AttnWidget):
     _view = traitlets.Unicode("saliency").tag(sync=True)
 
     tokens = traitlets.List(traitlets.Unicode(), read_only=True).tag(sync=True)
+    #: The tokenizer's own strings of ``tokens`` (``##ing``), shown on hover; [] if unknown.
+    raw_tokens = traitlets.List(traitlets.Unicode(), read_only=True).tag(sync=True)
     methods = traitlets.List(traitlets.Unicode(), read_only=True).tag(sync=True)
     summaries = traitlets.List(traitlets.Unicode(), read_only=True).tag(sync=True)
     signed = traitlets.List(traitlets.Bool(), read_only=True).tag(sync=True)
@@ -166,6 +171,7 @@ class SaliencyView(_AttnWidget):
             if not -1 <= self.selected_token < n:
                 self.selected_token = -1
             self.set_trait("tokens", [str(t) for t in explanation.tokens])
+            self.set_trait("raw_tokens", raw_tokens_of(explanation, n))
             self.set_trait("methods", names)
             self.set_trait("summaries", [_summary(name) for name in names])
             self.set_trait("signed", signed)

@@ -27,6 +27,9 @@ export interface Shown {
   info: MatrixInfo;
   rowTokens: string[];
   colTokens: string[];
+  /** The tokenizer's strings of rowTokens / colTokens ([] where unknown: decoder tokens). */
+  rowRaw: string[];
+  colRaw: string[];
   /** Whether sentence-pair filters apply to this matrix. */
   pairs: boolean;
   filter: PairFilter;
@@ -43,7 +46,8 @@ export function shownOf(model: AnyModel<AttentionTraits>): Shown | null {
   const pairs = split > 0 && info.rows === "tokens" && info.cols === "tokens";
   const filter: PairFilter = pairs ? (model.get("pair_filter") ?? "all") : "all";
   const block = pairBlock(filter, info.shape[2], info.shape[3], pairs ? split : null);
-  return { info, rowTokens: list(info.rows), colTokens: list(info.cols), pairs, filter, ...block };
+  const raw = (name: string): string[] => (name === "tokens" ? (model.get("raw_tokens") ?? []).map(String) : []);
+  return { info, rowTokens: list(info.rows), colTokens: list(info.cols), rowRaw: raw(info.rows), colRaw: raw(info.cols), pairs, filter, ...block };
 }
 
 /** A labelled <select>; `onChange` gets the chosen option's value. */

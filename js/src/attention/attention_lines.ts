@@ -28,7 +28,7 @@ import {
 } from "./attention_layout";
 import { StripCanvases } from "./attention_strips";
 import { panelHit, weightText, type PanelHit } from "./attention_tooltip";
-import { clear, displayToken, h } from "../core/dom";
+import { clear, displayToken, h, reveal, tokenName } from "../core/dom";
 import { formatNumber } from "../core/format";
 import { DRAW_ALL_EVENT } from "../core/snapshot";
 
@@ -147,8 +147,8 @@ export class LinePanel {
    * The token columns: `left` are the queries rows[0].., `right` the keys
    * cols[0]... Rebuilt only when they change (not on layer or head changes).
    */
-  setTokens(left: readonly string[], right: readonly string[], rows: Range, cols: Range): void {
-    const key = JSON.stringify([left, right, rows, cols]);
+  setTokens(left: readonly string[], right: readonly string[], rows: Range, cols: Range, raw: { left: readonly string[]; right: readonly string[] } = { left: [], right: [] }): void {
+    const key = JSON.stringify([left, right, rows, cols, raw]);
     if (key === this.tokensKey) return;
     this.tokensKey = key;
     this.hover = null;
@@ -156,11 +156,11 @@ export class LinePanel {
     this.rightTokens = right;
     this.rowHeight = rowHeightFor(Math.max(left.length, right.length));
     this.el.style.setProperty("--attnw-row", `${this.rowHeight}px`);
-    this.leftCells = this.fill(this.left, left, rows[0], "query");
-    this.rightCells = this.fill(this.right, right, cols[0], "key");
+    this.leftCells = this.fill(this.left, left, rows[0], "query", raw.left);
+    this.rightCells = this.fill(this.right, right, cols[0], "key", raw.right);
   }
 
-  private fill(column: HTMLElement, tokens: readonly string[], offset: number, side: "query" | "key"): HTMLElement[] {
+  private fill(column: HTMLElement, tokens: readonly string[], offset: number, side: "query" | "key", raw: readonly string[]): HTMLElement[] {
     clear(column);
     const cells = tokens.map((token, i) =>
       h("div", {
@@ -171,7 +171,7 @@ export class LinePanel {
           "data-side": side,
           "data-index": offset + i,
           "data-local": i,
-          title: `#${offset + i} ${JSON.stringify(token)}`,
+          title: `#${offset + i} ${tokenName(token, raw[i])}`,
         },
       }),
     );
@@ -183,6 +183,11 @@ export class LinePanel {
     this.data = data;
     this.tip.hidden = true;
     this.schedule();
+  }
+
+  /** Scroll query row `row` (a matrix row) into sight, if it is shown. */
+  revealRow(row: number): void {
+    if (row >= 0) reveal(this.left.querySelector(`[data-index="${row}"]`));
   }
 
   setPinned(row: number): void {

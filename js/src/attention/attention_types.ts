@@ -63,6 +63,8 @@ export type Theme = "auto" | "light" | "dark";
 /** Traits HeadView and ModelView share. */
 export interface AttentionTraits extends BaseTraits {
   tokens: string[];
+  /** The tokenizer's own strings of `tokens` ("##ing"), shown on hover; [] if unknown. */
+  raw_tokens: string[];
   decoder_tokens: string[];
   matrices: MatrixInfo[];
   /** First token of sentence B, -1 for none. */

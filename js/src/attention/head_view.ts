@@ -141,7 +141,10 @@ export function renderHeadView({ model, el }: { model: Model; el: HTMLElement })
     root.dataset.layer = String(info.layer_ids[layerPos]);
     root.dataset.heads = heads.join(",");
 
-    panel.setTokens(shown.rowTokens.slice(...shown.rows), shown.colTokens.slice(...shown.cols), shown.rows, shown.cols);
+    panel.setTokens(shown.rowTokens.slice(...shown.rows), shown.colTokens.slice(...shown.cols), shown.rows, shown.cols, {
+      left: shown.rowRaw.slice(...shown.rows),
+      right: shown.colRaw.slice(...shown.cols),
+    });
     panel.setPinned(model.get("selected_token") ?? -1);
 
     const store = feed.store();
@@ -220,6 +223,8 @@ export function renderHeadView({ model, el }: { model: Model; el: HTMLElement })
     .add(unwatchTheme)
     .add(() => feed.dispose())
     .traits(model, TRAITS, schedule)
+    // A token pinned from Python scrolls into sight once the redraw above has run.
+    .traits(model, ["selected_token"], () => queueMicrotask(() => panel.revealRow(model.get("selected_token") ?? -1)))
     .on(headBoxes, "click", onHeadClick)
     .on(headBoxes, "dblclick", onHeadDoubleClick)
     .on(root, "keydown", onKey);

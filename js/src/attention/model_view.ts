@@ -163,7 +163,10 @@ export function renderModelView({ model, el }: { model: Model; el: HTMLElement }
   const prebuildTokens = (shown: Shown): void => {
     cancelPrebuild();
     cancelPrebuild = whenIdle(() => {
-      panel.setTokens(shown.rowTokens.slice(...shown.rows), shown.colTokens.slice(...shown.cols), shown.rows, shown.cols);
+      panel.setTokens(shown.rowTokens.slice(...shown.rows), shown.colTokens.slice(...shown.cols), shown.rows, shown.cols, {
+      left: shown.rowRaw.slice(...shown.rows),
+      right: shown.colRaw.slice(...shown.cols),
+    });
       // An empty draw sizes the line canvas (n=512: 220 × 10,240 px), whose
       // first allocation would otherwise also fall in the first click.
       panel.draw();
@@ -294,7 +297,10 @@ export function renderModelView({ model, el }: { model: Model; el: HTMLElement }
     }
     cancelPrebuild();
     detailTitle.textContent = `Layer ${info.layer_ids[layerPos]}, head ${info.head_ids[headPos]}`;
-    panel.setTokens(shown.rowTokens.slice(...shown.rows), shown.colTokens.slice(...shown.cols), shown.rows, shown.cols);
+    panel.setTokens(shown.rowTokens.slice(...shown.rows), shown.colTokens.slice(...shown.cols), shown.rows, shown.cols, {
+      left: shown.rowRaw.slice(...shown.rows),
+      right: shown.colRaw.slice(...shown.cols),
+    });
     const weights = feed.store().weights(info.key, layerPos, headPos) ?? exactThumb(info, layerPos, headPos);
     if (!weights) {
       feed.requester.ask(info.key, layerPos, headPos);
@@ -404,6 +410,8 @@ export function renderModelView({ model, el }: { model: Model; el: HTMLElement }
     .add(() => cancelPrebuild())
     .add(() => feed.dispose())
     .traits(model, TRAITS, schedule)
+    // A token pinned from Python scrolls into sight once the redraw above has run.
+    .traits(model, ["selected_token"], () => queueMicrotask(() => panel.revealRow(model.get("selected_token") ?? -1)))
     .traits(model, ["thumbs", "thumb_index"], onThumbs)
     .on(canvas, "mousemove", onMove)
     .on(canvas, "mouseleave", onLeave)

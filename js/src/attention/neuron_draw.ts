@@ -5,7 +5,7 @@
  * one range per head and query); text goes in through textContent only.
  */
 import { PUOR, css, interpolate } from "../core/colors";
-import { displayToken, h } from "../core/dom";
+import { displayToken, h, tokenName } from "../core/dom";
 import { formatNumber } from "../core/format";
 import { cellWidth, maxAbs, sum, type QueryRows } from "./neuron_state";
 
@@ -48,6 +48,8 @@ export function canvasValue(canvas: HTMLCanvasElement, index: number): number {
 
 export interface DrawOptions {
   tokens: readonly string[];
+  /** The tokenizer's strings of `tokens`, shown on hover ([] when unknown). */
+  raw: readonly string[];
   token: number;
   rotary: boolean;
   scale: number;
@@ -61,7 +63,7 @@ export function drawQuery(rows: QueryRows, o: DrawOptions): HTMLElement {
   const label = displayToken(o.tokens[o.token] ?? "");
   const parts: Node[] = [
     h("span", { className: "attnw-neuron-label", text: "query " }),
-    h("span", { className: "attnw-neuron-query-token", text: label }),
+    h("span", { className: "attnw-neuron-query-token", text: label, attrs: { title: tokenName(o.tokens[o.token] ?? "", o.raw[o.token]) } }),
     h("span", { className: "attnw-neuron-label", text: o.rotary ? "  q (before rotation) " : "  q " }),
     vectorCanvas(rows.q, max, `q of ${label}`),
   ];
@@ -80,7 +82,7 @@ export function drawKeys(rows: QueryRows, o: DrawOptions, onPick: (token: number
   const body: HTMLTableRowElement[] = [];
   rows.keys.forEach((key, j) => {
     const label = displayToken(o.tokens[j] ?? "");
-    const button = h("button", { className: "attnw-neuron-token", text: label, attrs: { type: "button", "data-index": j, "aria-pressed": j === o.token ? "true" : "false", title: "make this token the query" } });
+    const button = h("button", { className: "attnw-neuron-token", text: label, attrs: { type: "button", "data-index": j, "aria-pressed": j === o.token ? "true" : "false", title: `${tokenName(o.tokens[j] ?? "", o.raw[j])}: make this token the query` } });
     button.addEventListener("click", () => onPick(j));
     const cells: Node[] = [h("td", {}, [button])];
     cells.push(h("td", {}, [vectorCanvas(key, max, `k of ${label}`)]));

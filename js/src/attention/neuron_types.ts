@@ -12,6 +12,8 @@ export interface NeuronTraits extends BaseTraits {
   _view: "neuron";
   /** n tokens (text, never HTML). */
   tokens: string[];
+  /** The tokenizer's own strings of `tokens` ("##ing"), shown on hover. */
+  raw_tokens: string[];
   num_layers: number;
   num_heads: number;
   /** Key heads (fewer than num_heads: grouped-query attention). */

@@ -14,7 +14,7 @@
 import type { AnyModel } from "@anywidget/types";
 
 import { select, setOptions } from "./attention_common";
-import { displayToken, h, microtaskScheduler, styleElement } from "../core/dom";
+import { displayToken, h, microtaskScheduler, styleElement, reveal } from "../core/dom";
 import { Listeners } from "../core/listeners";
 import { formatNumber } from "../core/format";
 import { canvasValue, drawKeys, drawQuery, entryAt } from "./neuron_draw";
@@ -83,7 +83,8 @@ export function renderNeuronView({ model, el }: { model: Model; el: HTMLElement 
       return;
     }
     const rows = queryRows(data, head, token);
-    const options = { tokens, token, head, layer, rotary: data.rotary, scale: model.get("scale") };
+    const raw = (model.get("raw_tokens") ?? []).map(String);
+    const options = { tokens, raw, token, head, layer, rotary: data.rotary, scale: model.get("scale") };
     body.replaceChildren(drawQuery(rows, options), drawKeys(rows, options, (j) => savePick(model, { selected_token: j })));
     body.classList.remove("attnw-neuron-stale");
     status.textContent = "";
@@ -115,7 +116,11 @@ export function renderNeuronView({ model, el }: { model: Model; el: HTMLElement 
     .on(body, "mousemove", onHover)
     .on(root, "keydown", onKey)
     .traits(model, DATA_TRAITS, rebuild)
-    .traits(model, VIEW_TRAITS, schedule);
+    .traits(model, VIEW_TRAITS, schedule)
+    // The query chosen from Python scrolls into sight once the redraw above has run.
+    .traits(model, ["selected_token"], () =>
+      queueMicrotask(() => reveal(body.querySelector(`.attnw-neuron-token[data-index="${model.get("selected_token")}"]`))),
+    );
   rebuild();
   return listeners.dispose;
 }

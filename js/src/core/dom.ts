@@ -118,3 +118,21 @@ export function sharedStyle(doc: Document, name: string, cssText: string): void 
   if (current) current.replaceWith(style);
   else (doc.body ?? doc.documentElement).prepend(style);
 }
+
+/**
+ * A token as tooltips and status lines name it: its shown text, quoted, and
+ * the tokenizer's own string when that differs (`"ing" (token "##ing")`), so
+ * a subword's marker stays one hover away while every view shows it alike.
+ */
+export function tokenName(shown: string, raw?: string): string {
+  const name = JSON.stringify(shown);
+  return raw !== undefined && raw !== "" && raw !== shown ? `${name} (token ${JSON.stringify(raw)})` : name;
+}
+
+/**
+ * Scroll `el` into sight, as little as needed (nothing when it is already
+ * visible): what a view does when Python selects a token out of view.
+ */
+export function reveal(el: Element | null | undefined): void {
+  el?.scrollIntoView?.({ block: "nearest", inline: "nearest" });
+}

@@ -23,14 +23,14 @@ import type { SaliencyTraits } from "../saliency/saliency_types";
 type Names<T> = Record<keyof T, true>;
 
 const saliency: Names<SaliencyTraits> = {
-  _view: true, tokens: true, methods: true, summaries: true, signed: true, scores: true, shape: true,
+  _view: true, tokens: true, raw_tokens: true, methods: true, summaries: true, signed: true, scores: true, shape: true,
   query_index: true, scale: true, selected_token: true, pair_tokens: true, pair_scores: true, pair_shape: true,
   target_score: true, pooling: true,
 };
 
 // Typed, so a name AttentionTraits lacks fails here (a spread below would hide it).
 const attention: Names<AttentionTraits> = {
-  _view: true, tokens: true, decoder_tokens: true, matrices: true, sentence_b_start: true, preload: true,
+  _view: true, tokens: true, raw_tokens: true, decoder_tokens: true, matrices: true, sentence_b_start: true, preload: true,
   preload_index: true, _generation: true, theme: true, matrix: true, pair_filter: true, selected_token: true,
 };
 
@@ -39,7 +39,7 @@ const head: Names<HeadTraits> = { ...attention, layer: true, heads: true };
 const model: Names<ModelTraits> = { ...attention, thumbs: true, thumb_index: true, layer: true, head: true };
 
 const flow: Names<FlowTraits> = {
-  _view: true, stacks: true, stack: true, tokens: true, shape: true, fused: true, fused_layers: true,
+  _view: true, stacks: true, stack: true, tokens: true, raw_tokens: true, shape: true, fused: true, fused_layers: true,
   head_fusion: true, query_index: true, caption: true, methods: true, summaries: true, signed: true,
   local_methods: true, version: true, method: true, selected_layer: true, selected_token: true, threshold: true,
   scale: true,
@@ -72,7 +72,7 @@ const calculator: Names<CalculatorTraits> = {
 };
 
 const neuron: Names<NeuronTraits> = {
-  _view: true, tokens: true, num_layers: true, num_heads: true, num_kv_heads: true, head_dim: true, causal: true,
+  _view: true, tokens: true, raw_tokens: true, num_layers: true, num_heads: true, num_kv_heads: true, head_dim: true, causal: true,
   rotary: true, data_layer: true, scale: true, shape: true, q: true, k: true, q_rotated: true, k_rotated: true,
   scores: true, weights: true, layer: true, head: true, selected_token: true,
 };

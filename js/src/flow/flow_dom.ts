@@ -5,7 +5,7 @@
  */
 import { css, formatFloat32, gradient, textColorFor } from "../core/colors";
 import { formatNumber } from "../core/format";
-import { displayToken, h, styleElement } from "../core/dom";
+import { displayToken, h, styleElement, tokenName } from "../core/dom";
 import styles from "./flow.css";
 import { nodeX, type FlowGeometry, type PathData } from "./flow_paths";
 import type { FlowData, Selection } from "./flow_state";
@@ -96,7 +96,7 @@ export function buildLabels(e: FlowElements, data: FlowData, g: FlowGeometry): v
     h("div", {
       className: "attnw-flow-tok",
       text: displayToken(tokens[i]!),
-      attrs: { "data-layer": layer, "data-index": i, role: "button", title: `${layer === 0 ? "Input" : "Top"} #${i} ${JSON.stringify(tokens[i])}` },
+      attrs: { "data-layer": layer, "data-index": i, role: "button", title: `${layer === 0 ? "Input" : "Top"} #${i} ${tokenName(tokens[i] ?? "", data.rawTokens[i])}` },
       // One row per token: the label's box is the row less a 1 px margin above
       // and below (flow.css), so neighbouring coloured labels never touch.
       style: { height: `${g.rowHeight - 2}px`, "line-height": `${g.rowHeight - 2}px` },
@@ -134,7 +134,7 @@ export function paintLabels(e: FlowElements, data: FlowData, paths: PathData | n
       const label = children[i] as HTMLElement;
       label.classList.toggle("attnw-selected", sel.token === i && sel.layer === layer);
       label.classList.toggle("attnw-query", layer === layers && i === query);
-      const where = `${layer === 0 ? "Input" : "Top"} #${i} ${JSON.stringify(tokens[i])}`;
+      const where = `${layer === 0 ? "Input" : "Top"} #${i} ${tokenName(tokens[i] ?? "", data.rawTokens[i])}`;
       if (range && values && paths) {
         const value = values[i] as number;
         const background = range.scale.color(value);

@@ -28,6 +28,8 @@ export interface FlowData {
   layers: number;
   n: number;
   tokens: string[];
+  /** The tokenizer's strings of `tokens`, shown on hover ([] when unknown). */
+  rawTokens: string[];
   /** W_l per layer (undefined until it arrives). */
   fused: (Float32Array | undefined)[];
   /** Â_l per layer. */
@@ -44,6 +46,8 @@ export interface Selection {
 export interface DataTraits {
   shape: readonly number[];
   tokens: readonly string[];
+  /** The tokenizer's strings of `tokens` ([] when unknown; optional for callers that have none). */
+  raw_tokens?: readonly string[];
   version: number;
   stack: string;
   fused: Binary | null;
@@ -94,6 +98,7 @@ export class FlowStore {
       layers,
       n,
       tokens,
+      rawTokens: (traits.raw_tokens ?? []).map(String),
       fused: Array.from({ length: layers }, () => undefined),
       adjusted: Array.from({ length: layers }, () => undefined),
     };

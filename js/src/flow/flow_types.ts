@@ -30,6 +30,8 @@ export interface FlowTraits extends BaseTraits {
   stack: FlowStack;
   /** n token strings, shown as text (never parsed as HTML). */
   tokens: string[];
+  /** The tokenizer's own strings of `tokens` ("##ing"), shown on hover; [] if unknown. */
+  raw_tokens: string[];
   /** [L, n]. */
   shape: number[];
   /**

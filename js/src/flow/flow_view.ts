@@ -51,7 +51,7 @@ const PROGRESS_DELAY = 200;
 /** Say the kernel is silent after this long without any reply (ms). */
 const SILENT_AFTER = 6000;
 /** Traits that change the data (a reload) and those that change only what is shown. */
-const DATA_TRAITS = ["tokens", "shape", "fused", "fused_layers", "version", "head_fusion"] as const;
+const DATA_TRAITS = ["tokens", "raw_tokens", "shape", "fused", "fused_layers", "version", "head_fusion"] as const;
 const VIEW_TRAITS = ["stack", "stacks", "method", "selected_layer", "selected_token", "methods", "summaries", "signed", "caption", "query_index", "local_methods", "scale"] as const;
 
 export function renderFlowView({ model, el }: { model: Model; el: HTMLElement }): () => void {
@@ -77,6 +77,7 @@ export function renderFlowView({ model, el }: { model: Model; el: HTMLElement })
     const requests = store.load({
       shape: model.get("shape") ?? [],
       tokens: model.get("tokens") ?? [],
+      raw_tokens: model.get("raw_tokens") ?? [],
       version: model.get("version") ?? 0,
       stack: model.get("stack") ?? "encoder",
       fused: model.get("fused"),

@@ -4,7 +4,7 @@
  * (saliency_view.ts draws one grid per text).
  */
 import { css, textColorFor } from "../core/colors";
-import { displayToken, h } from "../core/dom";
+import { displayToken, h, tokenName } from "../core/dom";
 import { formatNumber } from "../core/format";
 import type { Matrix } from "../core/buffers";
 import type { ScoreRange } from "../core/score_range";
@@ -12,6 +12,8 @@ import type { ScoreRange } from "../core/score_range";
 /** One text's wrapped token columns, one cell per method; `offset`: its index in the ranges. */
 export function grid(g: {
   tokens: string[];
+  /** The tokenizer's strings of `tokens`, shown on hover ([] when unknown). */
+  raw: readonly string[];
   methods: string[];
   matrix: Matrix;
   ranges: ScoreRange[];
@@ -49,7 +51,7 @@ export function grid(g: {
           role: "gridcell",
           "data-index": j,
           "data-method": method,
-          title: `${method} · ${which}#${j} ${JSON.stringify(tokens[j])} · score ${formatNumber(value)}${notes.length ? ` (${notes.join("; ")})` : ""}`,
+          title: `${method} · ${which}#${j} ${tokenName(tokens[j] ?? "", g.raw[j])} · score ${formatNumber(value)}${notes.length ? ` (${notes.join("; ")})` : ""}`,
         },
         style: { "background-color": css(background), color: css(textColorFor(background)) },
       });

@@ -9,6 +9,8 @@ export interface SaliencyTraits extends BaseTraits {
   _view: "saliency";
   /** n token strings, shown as text (never parsed as HTML). */
   tokens: string[];
+  /** The tokenizer's own strings of `tokens` ("##ing"), shown on hover; [] if unknown. */
+  raw_tokens: string[];
   /** m method names, one row each. */
   methods: string[];
   /** m one-line descriptions of the methods ("" when unknown). */

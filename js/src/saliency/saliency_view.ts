@@ -25,7 +25,7 @@ import type { AnyModel } from "@anywidget/types";
 
 import { decodeMatrix, type Matrix } from "../core/buffers";
 import { gradient } from "../core/colors";
-import { clear, h, styleElement } from "../core/dom";
+import { clear, h, styleElement, reveal as revealElement } from "../core/dom";
 import { Listeners } from "../core/listeners";
 import { formatNumber } from "../core/format";
 import { coverageText, rangeText, scoreRange, type ScaleMode, type ScoreRange } from "../core/score_range";
@@ -112,9 +112,9 @@ export function renderSaliency({ model, el }: { model: Model; el: HTMLElement })
         cell.classList.add("attnw-selected");
         cell.setAttribute("aria-selected", "true");
       }
-      // Only keyboard moves scroll: a click is already in view, and a change
-      // from Python must not make the notebook jump.
-      if (reveal) drawn.columns[index]?.scrollIntoView?.({ block: "nearest", inline: "nearest" });
+      // Keys and Python's changes scroll the token into sight (as little as
+      // needed); a click is already in view.
+      if (reveal) revealElement(drawn.columns[index]);
     }
     status.textContent = selectedText();
   };
@@ -196,7 +196,7 @@ export function renderSaliency({ model, el }: { model: Model; el: HTMLElement })
       draw();
     });
   };
-  const onSelected = (): void => highlight(model.get("selected_token") ?? -1);
+  const onSelected = (): void => highlight(model.get("selected_token") ?? -1, true);
 
   const listeners = new Listeners()
     .add(() => root.remove())
@@ -286,7 +286,8 @@ function build(model: Model, body: HTMLElement, scaleSelect: HTMLSelectElement, 
 
   const cells: HTMLElement[][] = tokens.map(() => []);
   const columns: HTMLElement[] = [];
-  const lines = grid({ tokens, methods, matrix, ranges, offset: 0, query, cells, columns, pair: false });
+  const raw = (model.get("raw_tokens") ?? []).map(String);
+  const lines = grid({ tokens, raw, methods, matrix, ranges, offset: 0, query, cells, columns, pair: false });
   const labelTemplate = h(
     "div",
     { className: "attnw-line-labels", attrs: { "aria-hidden": "true" } },
@@ -300,6 +301,7 @@ function build(model: Model, body: HTMLElement, scaleSelect: HTMLSelectElement, 
     const pairCells: HTMLElement[][] = pairTokens.map(() => []);
     const pairLines = grid({
       tokens: pairTokens,
+      raw: [],
       methods,
       matrix: pairMatrix,
       ranges,
