@@ -9,11 +9,20 @@ Nothing here imports torch: a tensor is recognised by its ``detach`` method.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
 
 from attnwidget.errors import AttentionShapeError, NonFiniteError
+
+if TYPE_CHECKING:  # torch is not imported for a type
+    import numpy.typing as npt
+    import torch
+
+#: What the array functions take as attention maps (or their gradients,
+#: relevances, value vectors): a numpy array, a torch tensor (any device or
+#: dtype), nested lists, or the Hugging Face / bertviz tuple of per-layer tensors.
+AttentionLike: TypeAlias = "npt.ArrayLike | torch.Tensor | Sequence[torch.Tensor]"
 
 
 def to_numpy(value: Any) -> np.ndarray:

@@ -6,14 +6,16 @@ from typing import Any
 
 import numpy as np
 
-from attnwidget._arrays import as_layer_stack
+from attnwidget._arrays import AttentionLike, as_layer_stack
 from attnwidget.methods.effective_attention import check_values, map_options, score_maps
 from attnwidget.methods.graph import as_attention_array, resolve_layer
 from attnwidget.methods.options import Option
 from attnwidget.methods.registry import ScoreContext, register
 
 
-def transformed_vectors(head_values: object, head_output_weights: object) -> np.ndarray:
+def transformed_vectors(
+    head_values: AttentionLike, head_output_weights: AttentionLike
+) -> np.ndarray:
     """``f_h(x_j) = (x_j W_V^h + b_V^h) W_O^h``: float64 (L, H, n, d).
 
     ``head_values`` (L, H, n, d_v) are the heads' values (bias included),
@@ -31,7 +33,7 @@ def transformed_vectors(head_values: object, head_output_weights: object) -> np.
 
 
 def attention_norm(
-    attentions: object, head_values: object, head_output_weights: object
+    attentions: AttentionLike, head_values: AttentionLike, head_output_weights: AttentionLike
 ) -> np.ndarray:
     """Kobayashi et al. (2020)'s norm of each weighted vector, ``‖α_ij f(x_j)‖``.
 
@@ -60,7 +62,10 @@ def attention_norm(
 
 
 def combined_norm(
-    attentions: object, head_values: object, head_output_weights: object, row: int
+    attentions: AttentionLike,
+    head_values: AttentionLike,
+    head_output_weights: AttentionLike,
+    row: int,
 ) -> np.ndarray:
     """``‖Σ_h α^h_ij f_h(x_j)‖`` for query row ``row``: float64 (L, n).
 
@@ -93,12 +98,14 @@ def combined_norm(
 )
 def _score_attention_norm(context: ScoreContext) -> tuple[np.ndarray, dict[str, Any]]:
     options = context.options_for("attention_norm")
-    maps = attention_norm(context.attentions, context.head_values, context.head_output_weights)
+    attentions, values = context.attentions, context.head_values
+    weights = context.head_output_weights
+    # compute_scores checked the method's needs (keep="all" for "head_values")
+    assert attentions is not None and values is not None and weights is not None
+    maps = attention_norm(attentions, values, weights)
     details = {"maps": maps.astype(np.float32)}
     if not options["heads_combined"]:
         return score_maps(context, "attention_norm", maps), details
     layer = resolve_layer(options["layer"], maps.shape[0])
-    combined = combined_norm(
-        context.attentions, context.head_values, context.head_output_weights, context.query_index
-    )
+    combined = combined_norm(attentions, values, weights, context.query_index)
     return combined[layer], details

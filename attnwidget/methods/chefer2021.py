@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from attnwidget._arrays import AttentionLike
 from attnwidget.errors import AttentionShapeError, InputError
 from attnwidget.methods.graph import as_attention_array
 from attnwidget.methods.options import Option
@@ -24,7 +25,9 @@ from attnwidget.relevance.lrp import run_lrp
 DEFAULT_START_LAYER = 0
 
 
-def chefer2021(gradients: object, relevances: object, *, start_layer: int = DEFAULT_START_LAYER):
+def chefer2021(
+    gradients: AttentionLike, relevances: AttentionLike, *, start_layer: int = DEFAULT_START_LAYER
+) -> np.ndarray:
     """Chefer, Gur & Wolf (CVPR 2021), "Transformer interpretability beyond
     attention visualization": relevance × gradient, rolled out over the layers.
 
@@ -72,7 +75,7 @@ def chefer2021(gradients: object, relevances: object, *, start_layer: int = DEFA
 
 
 def chefer2021_maps(
-    gradients: object, relevances: object, *, start_layer: int = DEFAULT_START_LAYER
+    gradients: AttentionLike, relevances: AttentionLike, *, start_layer: int = DEFAULT_START_LAYER
 ) -> np.ndarray:
     """The per-layer factors of :func:`chefer2021`: (L, n, n), ``Ā_l`` row-normalised.
 
@@ -178,6 +181,7 @@ def _score_chefer2021(context: ScoreContext) -> tuple[np.ndarray, dict[str, Any]
         result = run_lrp(context.target_score, **extra)
         y = result.target_score
         unit = result.attention_relevance / (y if abs(y) > 1e-12 else np.copysign(1e-12, y))
+    assert context.attention_grads is not None  # compute_scores checked the method's needs
     maps = chefer2021_maps(context.attention_grads, unit, start_layer=start_layer)
     matrix = np.eye(maps.shape[-1])
     for layer_map in maps:

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from attnwidget._arrays import as_layer_stack
+from attnwidget._arrays import AttentionLike, as_layer_stack
 from attnwidget.methods.graph import as_attention_array
 from attnwidget.methods.options import Option, head_fusion_option, layer_option
 from attnwidget.methods.raw import raw_attention
@@ -17,7 +17,7 @@ from attnwidget.methods.registry import ScoreContext, register
 RANK_EPS = float(np.finfo(np.float32).eps)
 
 
-def check_values(attentions: np.ndarray, head_values: object) -> np.ndarray:
+def check_values(attentions: np.ndarray, head_values: AttentionLike) -> np.ndarray:
     """``head_values`` as float64 (L, H, n, d_v), checked against (L, H, n, n) attention."""
     values = as_layer_stack(head_values, name="head_values", square=False, dtype=np.float64)
     if values.shape[:3] != attentions.shape[:3]:
@@ -39,8 +39,8 @@ def _column_projector(values: np.ndarray, rank_rtol: float | None) -> tuple[np.n
 
 
 def effective_attention(
-    attentions: object,
-    head_values: object,
+    attentions: AttentionLike,
+    head_values: AttentionLike,
     *,
     causal: bool | None = None,
     rank_rtol: float | None = None,
@@ -173,6 +173,8 @@ def map_options() -> tuple[Option, ...]:
 )
 def _score_effective_attention(context: ScoreContext) -> tuple[np.ndarray, dict[str, Any]]:
     rtol = context.options_for("effective_attention")["rank_rtol"]
+    # compute_scores checked the method's needs (keep="all" for "head_values")
+    assert context.attentions is not None and context.head_values is not None
     maps, null_dims = effective_attention(context.attentions, context.head_values, rank_rtol=rtol)
     details = {"maps": maps.astype(np.float32), "null_dims": null_dims}
     return score_maps(context, "effective_attention", maps), details

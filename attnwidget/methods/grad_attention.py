@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from attnwidget._arrays import AttentionLike
 from attnwidget.errors import AttentionShapeError
 from attnwidget.methods.graph import as_attention_array
 from attnwidget.methods.options import Option
 from attnwidget.methods.registry import ScoreContext, register
 
 
-def grad_attention(attentions: object, gradients: object, *, start_layer: int = 0) -> np.ndarray:
+def grad_attention(
+    attentions: AttentionLike, gradients: AttentionLike, *, start_layer: int = 0
+) -> np.ndarray:
     """Chefer et al. (ICCV 2021) "generic" relevance for self-attention.
 
     Per layer ``Ā_l = E_h[(∇A_l ⊙ A_l)^+]`` (the positive part of gradient
@@ -59,6 +62,7 @@ def _score_grad_attention(context: ScoreContext) -> np.ndarray:
         assert rows is not None  # kept by "fused" and "rows"
         _check_start_layer(options["start_layer"], rows.shape[0])
         return rows[options["start_layer"]].astype(np.float64)
+    assert context.attention_grads is not None  # compute_scores checked the method's needs
     return grad_attention_row(
         context.attentions,
         context.attention_grads,
@@ -68,7 +72,7 @@ def _score_grad_attention(context: ScoreContext) -> np.ndarray:
 
 
 def grad_attention_row(
-    attentions: object, gradients: object, query: np.ndarray, *, start_layer: int = 0
+    attentions: AttentionLike, gradients: AttentionLike, query: np.ndarray, *, start_layer: int = 0
 ) -> np.ndarray:
     """``query @ R`` for :func:`grad_attention`'s R, without forming R.
 
@@ -85,7 +89,7 @@ def grad_attention_row(
 
 
 def _checked(
-    attentions: object, gradients: object, start_layer: int
+    attentions: AttentionLike, gradients: AttentionLike, start_layer: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """The attention and its gradient as (L, H, n, n) arrays of one layout, and a valid start."""
     attn = as_attention_array(attentions)

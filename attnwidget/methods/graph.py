@@ -12,7 +12,7 @@ from typing import Literal
 
 import numpy as np
 
-from attnwidget._arrays import as_layer_stack
+from attnwidget._arrays import AttentionLike, as_layer_stack
 from attnwidget.errors import AttentionRowSumWarning
 
 HeadFusion = Literal["mean", "max", "min"]
@@ -22,7 +22,7 @@ HEAD_FUSIONS: tuple[str, ...] = ("mean", "max", "min")
 ROW_SUM_TOLERANCE = 1e-3
 
 
-def as_attention_array(attentions: object, *, name: str = "attentions") -> np.ndarray:
+def as_attention_array(attentions: AttentionLike, *, name: str = "attentions") -> np.ndarray:
     """Convert attention to a float64 array of shape (L, H, n, n) and validate it.
 
     Accepts an (L, H, n, n) array or tensor, an (H, n, n) array (one layer),

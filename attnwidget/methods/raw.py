@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from attnwidget._arrays import AttentionLike
 from attnwidget.errors import InputError
 from attnwidget.methods.graph import HeadFusion, as_attention_array, fuse_heads, resolve_layer
 from attnwidget.methods.options import Option, head_fusion_option, layer_option
@@ -11,7 +12,7 @@ from attnwidget.methods.registry import ScoreContext, register
 
 
 def raw_attention(
-    attentions: object,
+    attentions: AttentionLike,
     *,
     layer: int | None = None,
     head: int | None = None,

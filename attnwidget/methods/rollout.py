@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from attnwidget._arrays import AttentionLike
 from attnwidget.methods.graph import (
     HeadFusion,
     add_residual,
@@ -17,7 +18,7 @@ from attnwidget.methods.registry import ScoreContext, register
 
 
 def rollout(
-    attentions: object,
+    attentions: AttentionLike,
     *,
     head_fusion: HeadFusion = "mean",
     residual: bool = True,
