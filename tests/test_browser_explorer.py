@@ -28,6 +28,11 @@ def encoder() -> tuple[Any, Any]:
     return demo.load("sva-encoder")
 
 
+def wait_drawn(page: Any, word: str) -> None:
+    """Wait for this test's Explorer (a word of its text), not a previous test's page."""
+    page.locator(".attnw-saliency .attnw-tok", has_text=word).first.wait_for()
+
+
 def show_tab(page: Any, title: str) -> None:
     page.locator(".attnw-explorer .lm-TabBar-tab", has_text=title).click()
 
@@ -38,7 +43,7 @@ def test_a_click_pins_the_token_in_every_view(page_watch, solara_test, page_sess
     saliency, flow, head = (explorer.views[k] for k in ("saliency", "flow", "head"))
     display(explorer)
     page = page_session
-    page.locator(".attnw-saliency .attnw-tok").first.wait_for()
+    wait_drawn(page, "cabinet")
     page.locator('.attnw-saliency .attnw-tok[data-method="rollout"][data-index="2"]').click()
     wait_until(lambda: saliency.selected_token == 2)
     wait_until(lambda: head.selected_token == 2 and flow.selected_token == 2)
@@ -63,18 +68,19 @@ def test_a_method_picked_in_the_page_shows_computing_then_its_scores(
     page_watch, solara_test, page_session
 ) -> None:
     model, tokenizer = encoder()
-    explorer = Explorer(model, tokenizer, TEXT)
+    explorer = Explorer(model, tokenizer, "the key near the doors")
     explorer.wait()
     display(explorer)
     page = page_session
-    page.locator(".attnw-saliency .attnw-tok").first.wait_for()
+    wait_drawn(page, "doors")
     assert page.locator('.attnw-saliency .attnw-tok[data-method="lrp"]').count() == 0
     button = page.locator(".attnw-explorer-methods button", has_text="lrp")
     with model_lock(model):  # the computation waits: the page's state can be read
         button.click()
+        wait_until(lambda: explorer.progress.startswith("Computing lrp"))  # the job waits
+        assert explorer.computing == "lrp"
         page.locator(".attnw-explorer-methods button", has_text="lrp (computing…)").wait_for()
         page.locator(".attnw-explorer-progress", has_text="Computing lrp").wait_for()
-        assert explorer.computing == "lrp"
     explorer.wait()
     page.locator('.attnw-saliency .attnw-tok[data-method="lrp"]').first.wait_for()
     page.locator(".attnw-explorer-progress", has_text="lrp: computed in").wait_for()

@@ -102,11 +102,13 @@ class ExplorerBase(OnDemand, widgets.VBox):
         preprocessor: Any,
         *,
         inputs: list[widgets.Widget],
+        controls: list[widgets.Widget],
         method: str,
         target: Any,
         kwargs: dict[str, Any],
     ) -> None:
-        """Create the controls (``inputs`` first) and the box; no model run yet."""
+        """Create the controls and the box (``inputs`` on top, then a row of
+        ``controls`` and the pickers); no model run yet."""
         self._model, self._preprocessor = model, preprocessor
         self._explanation: Explanation | None = None
         self._error = ""
@@ -127,11 +129,11 @@ class ExplorerBase(OnDemand, widgets.VBox):
         self.status.add_class("attnw-explorer-status")
         self.tabs = widgets.Tab()
         self._start_on_demand()
-        controls = widgets.HBox([self.target_picker, self.method_picker])
+        row = widgets.HBox([*controls, self.target_picker, self.method_picker])
         super().__init__(
             children=[
                 *inputs,
-                controls,
+                row,
                 self.method_buttons,
                 self.status,
                 self.progress_line,
@@ -187,7 +189,8 @@ class ExplorerBase(OnDemand, widgets.VBox):
             args, note = self._inputs()
         except Exception as error:  # bad input: shown, never raised into the widget's void
             log.info("attnwidget %s: input refused: %s", self._OWNER, error)
-            return self._fail(_message(error))
+            self._fail(_message(error))
+            return None
         self._set_status("Explaining…")
         names = self._fast()
         try:
@@ -200,13 +203,15 @@ class ExplorerBase(OnDemand, widgets.VBox):
             )
         except Exception as error:
             log.info("attnwidget %s: explain failed: %s", self._OWNER, error, exc_info=True)
-            return self._fail(_message(error))
+            self._fail(_message(error))
+            return None
         with self._lock:
             try:
                 self._show(explanation)
             except Exception as error:
                 log.warning("attnwidget %s: a view failed: %s", self._OWNER, error, exc_info=True)
-                return self._fail(f"cannot show this explanation: {_message(error)}")
+                self._fail(f"cannot show this explanation: {_message(error)}")
+                return None
             self._explanation, self._error, self._shown_args = explanation, "", args
             self._generation += 1
         self._set_status(self._summary(explanation) + note)

@@ -105,7 +105,7 @@ class OnDemand:
         self._picked: list[str] = []  # on-demand methods asked for, in order
         self._hidden: set[str] = set()  # computed methods turned off in the page
         self._queued: list[str] = []  # waiting or running
-        self._checked = False  # the relevance engines' checks have run
+        self._checking: set[str] = set()  # relevance methods whose check is queued or done
         self._buttons: dict[str, widgets.ToggleButton] = {}
         self.method_buttons = widgets.HBox([])
         self.method_buttons.add_class("attnw-explorer-methods")
@@ -152,6 +152,8 @@ class OnDemand:
             self._hidden.discard(name)
             if name not in self._picked and name not in self._fast():
                 self._picked.append(name)
+        if wait:  # raise this call's errors, not those of earlier picks (shown, logged)
+            self._jobs.forget_errors()
         explanation = self._explanation
         if explanation is not None:
             self._queue([name for name in names if name not in explanation.scores])
@@ -194,9 +196,14 @@ class OnDemand:
 
     def _after_run(self) -> None:
         """After a new input is shown: the relevance checks (once), then the picked methods."""
-        if not self._checked and any(name in RELEVANCE for name in self._on_demand()):
-            self._jobs.submit(self._check_job)
-        self._checked = True
+        unchecked = [
+            name
+            for name in RELEVANCE
+            if name in self._on_demand() and name not in self._refused.keys() | self._checking
+        ]
+        if unchecked:  # after the first drawing, in the background
+            self._checking.update(unchecked)
+            self._jobs.submit(partial(self._check_job, unchecked))
         wanted = [name for name in self._picked if name in self._on_demand()]
         self._queue(wanted)
         self._refresh_buttons()
@@ -209,13 +216,17 @@ class OnDemand:
             self._jobs.submit(partial(self._job, name))
         self.computing = ", ".join(self._queued)
 
-    def _check_job(self) -> None:
-        names = [name for name in RELEVANCE if name in self._on_demand()]
-        self.progress = f"Checking that {' and '.join(names)} run on this model…"
-        refusals = relevance_refusals(self._model, names)
+    def _check_job(self, names: list[str]) -> None:
+        self._progress(f"Checking that {' and '.join(names)} run on this model…")
+        try:
+            refusals = relevance_refusals(self._model, names)
+        except Exception as error:  # e.g. an engine that fails to import: shown, raised
+            log.warning("attnwidget %s: checking %s failed", self._OWNER, names, exc_info=True)
+            self._progress(f"Checking {' and '.join(names)} failed: {_message(error)}", error=True)
+            raise
         self._refused.update(refusals)
         refused = [name for name, why in refusals.items() if why]
-        self.progress = (
+        self._progress(
             f"Not offered (the model does not support them): {', '.join(refused)}."
             if refused
             else ""
@@ -344,7 +355,7 @@ class OnDemand:
         name = change["new"]
         self._flow_method = name
         flow = self.views.get("flow")
-        if name in getattr(flow, "methods", ()):
+        if flow is not None and name in getattr(flow, "methods", ()):
             if flow.method != name:
                 flow.method = name
         elif name in self.methods:

@@ -59,6 +59,11 @@ class Jobs:
         if errors:
             raise errors[0]
 
+    def forget_errors(self) -> None:
+        """Drop the errors kept for :meth:`wait` (their owner has shown and logged them)."""
+        with self._lock:
+            self._errors = []
+
     def _work(self) -> None:
         while True:
             with self._lock:

@@ -11,7 +11,8 @@ from __future__ import annotations
 import difflib
 import logging
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 from attnwidget.errors import InputError
@@ -124,7 +125,10 @@ def relevance_refusals(model: Any, names: Iterable[str]) -> dict[str, str]:
             from attnwidget.relevance.chefer import check_runs, chefer_rules
             from attnwidget.relevance.lrp import lrp_rules
 
-            rules = {"lrp": lrp_rules, "chefer2021": chefer_rules}
+            rules: dict[str, Callable[[Any], AbstractContextManager[Any]]] = {
+                "lrp": lrp_rules,
+                "chefer2021": chefer_rules,
+            }
             for name in missing:
                 try:
                     check_runs(model, rules=rules[name])

@@ -190,11 +190,11 @@ class Explorer(ExplorerBase):
             self.pair_box.add_class("attnw-explorer-pair")
             inputs.append(self.pair_box)
         self.run_button = widgets.Button(description="Explain", tooltip="Explain the text again")
-        inputs.append(self.run_button)
         self._start(
             model,
             tokenizer,
             inputs=inputs,
+            controls=[self.run_button],
             method=method,
             target=None if self._bare else target,
             kwargs=kwargs,

@@ -99,7 +99,13 @@ class ImageExplorer(ExplorerBase):
         self._configure(methods, on_demand, method_options, ("head",))
         self.upload = widgets.FileUpload(accept="image/*", multiple=False, description="Image…")
         self._start(
-            model, processor, inputs=[self.upload], method=method, target=target, kwargs=kwargs
+            model,
+            processor,
+            inputs=[],
+            controls=[self.upload],
+            method=method,
+            target=target,
+            kwargs=kwargs,
         )
         self.upload.observe(self._on_upload, names="value")
         self._refresh_buttons()
@@ -160,6 +166,9 @@ class ImageExplorer(ExplorerBase):
         if not files:
             return
         content = files[0]["content"] if isinstance(files, (list, tuple)) else None
+        if content is None:
+            self._fail("the picked file came without its content; pick it again.")
+            return
         try:
             from PIL import Image
         except ImportError:
