@@ -12,7 +12,7 @@ from typing import Literal
 
 import numpy as np
 
-from attnwidget._arrays import AttentionLike, as_layer_stack
+from attnwidget._arrays import as_layer_stack
 from attnwidget.errors import AttentionRowSumWarning
 
 HeadFusion = Literal["mean", "max", "min"]
@@ -22,14 +22,15 @@ HEAD_FUSIONS: tuple[str, ...] = ("mean", "max", "min")
 ROW_SUM_TOLERANCE = 1e-3
 
 
-def as_attention_array(attentions: AttentionLike, *, name: str = "attentions") -> np.ndarray:
+def as_attention_array(attentions: object, *, name: str = "attentions") -> np.ndarray:
     """Convert attention to a float64 array of shape (L, H, n, n) and validate it.
 
     Accepts an (L, H, n, n) array or tensor, an (H, n, n) array (one layer),
     or the Hugging Face / bertviz tuple of per-layer tensors of shape
     (1, H, n, n) (see :func:`attnwidget._arrays.as_layer_stack`). Raises
     :class:`AttentionShapeError` for any other shape and
-    :class:`NonFiniteError` for NaN/inf values.
+    :class:`NonFiniteError` for NaN/inf values. Takes any object (it is the
+    check of what a caller passed; the array functions type it ``AttentionLike``).
     """
     return as_layer_stack(attentions, name=name, square=True, dtype=np.float64)
 
