@@ -117,7 +117,8 @@ def _layer_norm_rule(epsilon: float, role: Role) -> OutputRule:
         centred = x - x.mean(dim=-1, keepdim=True)
         std = (centred.pow(2).mean(dim=-1, keepdim=True) + eps).sqrt().detach()
         y = centred / std
-        weight, bias = getattr(module, "weight", None), getattr(module, "bias", None)
+        weight: Any = getattr(module, "weight", None)  # a tensor when role.gain names it
+        bias = getattr(module, "bias", None)
         if role.gain == "weight":
             y = y * weight
         elif role.gain == "1+weight":
