@@ -11,12 +11,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
 import torch
 
 from attnwidget.errors import InputError
+
+if TYPE_CHECKING:  # pillow is optional
+    from PIL import Image
+
+#: One image as users pass it (see the module docstring for shapes and dtypes).
+ImageLike: TypeAlias = "Image.Image | np.ndarray | torch.Tensor"
 
 
 @dataclass

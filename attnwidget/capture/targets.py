@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 
 from attnwidget.capture.kinds import ENCODER
 from attnwidget.capture.tokens import token_label
 from attnwidget.errors import InputError
+
+#: What to explain: a class index or label name, a token id or token string;
+#: None: the model's prediction.
+Target: TypeAlias = "int | np.integer | str | None"
 
 
 def resolve_target(

@@ -263,6 +263,7 @@ def top_patch_locations(
     records = shapes.generate(n, seed=seed, split="test")
     for record in records:
         exp = explain(model, processor, record.image, methods=list(methods))
+        assert exp.patch_size is not None  # an image explanation has its patch size
         for m in methods:
             place = patch_location(
                 exp.patch_scores(m), record.mask, record.distractor_mask, exp.patch_size

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
 
@@ -18,9 +18,10 @@ from attnwidget.capture import (
     capture_ready,
     model_kind,
 )
+from attnwidget.capture.image_inputs import ImageLike
 from attnwidget.capture.kinds import is_bare_encoder
 from attnwidget.capture.run import default_query
-from attnwidget.capture.targets import resolve_query_index
+from attnwidget.capture.targets import Target, resolve_query_index
 from attnwidget.capture.tokens import encode, max_length, second_segment_start
 from attnwidget.errors import InputError
 from attnwidget.methods import ScoreContext, available_methods, compute_scores, get_method
@@ -32,58 +33,90 @@ from attnwidget.pipeline.similarity import explain_embeddings
 from attnwidget.relevance.rerun import TargetScore, target_probability
 from attnwidget.results.explanation import Explanation
 
+if TYPE_CHECKING:  # neither is imported for a type
+    import torch
+    from PIL import Image
+
 #: Methods computed when ``methods=None``: everything one forward+backward gives.
 DEFAULT_METHODS: tuple[str, ...] = ("raw", "rollout", "grad_attention", "input_x_gradient")
+
+
+# model and tokenizer stay Any throughout the package: any Hugging Face model (or a
+# module with a compatible forward and config), from transformers 4.41 to 5, custom
+# and pickled classes included, with its tokenizer or image processor, is taken
+# duck-typed; a Protocol would restate much of transformers' call surface.
+
+#: What of the attention :func:`explain` keeps (see ``keep`` there).
+Keep = Literal["all", "fused", "rows"]
+#: How a bare encoder's hidden states become one sentence embedding.
+Pooling = Literal["mean", "cls"]
 
 
 @overload
 def explain(
     model: Any,
     tokenizer: Any,
-    text: str,
+    text: str | np.ndarray | Image.Image,
     *,
-    text_pair: str | Sequence[str] | None = ...,
-    target: Any = ...,
+    text_pair: str | Sequence[str | None] | None = ...,
+    target: Target | Sequence[Target] = ...,
     methods: Sequence[str] | None = ...,
     query_index: int | None = ...,
     decoder_text: str | None = ...,
-    pooling: str | None = ...,
+    pooling: Pooling | None = ...,
     truncation: bool = ...,
     readable_tokens: bool = ...,
     method_options: dict[str, dict[str, Any]] | None = ...,
-    keep: str | None = ...,
+    keep: Keep | None = ...,
 ) -> Explanation: ...
 @overload
 def explain(
     model: Any,
     tokenizer: Any,
-    text: list[str],
+    text: list[str] | Sequence[ImageLike],
     *,
-    text_pair: str | Sequence[str] | None = ...,
-    target: Any = ...,
+    text_pair: str | Sequence[str | None] | None = ...,
+    target: Target | Sequence[Target] = ...,
     methods: Sequence[str] | None = ...,
     query_index: int | None = ...,
     decoder_text: str | None = ...,
-    pooling: str | None = ...,
+    pooling: Pooling | None = ...,
     truncation: bool = ...,
     readable_tokens: bool = ...,
     method_options: dict[str, dict[str, Any]] | None = ...,
-    keep: str | None = ...,
+    keep: Keep | None = ...,
 ) -> list[Explanation]: ...
+@overload
+def explain(  # a (B, 3, H, W) batch gives a list, a single image one Explanation
+    model: Any,
+    tokenizer: Any,
+    text: torch.Tensor,
+    *,
+    text_pair: str | Sequence[str | None] | None = ...,
+    target: Target | Sequence[Target] = ...,
+    methods: Sequence[str] | None = ...,
+    query_index: int | None = ...,
+    decoder_text: str | None = ...,
+    pooling: Pooling | None = ...,
+    truncation: bool = ...,
+    readable_tokens: bool = ...,
+    method_options: dict[str, dict[str, Any]] | None = ...,
+    keep: Keep | None = ...,
+) -> Explanation | list[Explanation]: ...
 
 
 @check_keywords()
 def explain(
     model: Any,
     tokenizer: Any,
-    text: str | Sequence[str],
+    text: str | Sequence[str] | ImageLike | Sequence[ImageLike],
     *,
-    text_pair: str | Sequence[str] | None = None,
-    target: Any = None,
+    text_pair: str | Sequence[str | None] | None = None,
+    target: Target | Sequence[Target] = None,
     methods: Sequence[str] | None = None,
     query_index: int | None = None,
     decoder_text: str | None = None,
-    pooling: str | None = None,
+    pooling: str | None = None,  # the overloads say which strings; checked at run time
     truncation: bool = False,
     readable_tokens: bool = True,
     method_options: dict[str, dict[str, Any]] | None = None,
