@@ -6,7 +6,7 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from attnwidget._keywords import check_keywords, warn_renamed
 from attnwidget._version import __version__
@@ -22,6 +22,9 @@ from attnwidget.evaluation.results_file import ResultsFile
 from attnwidget.methods import get_method
 from attnwidget.methods.registry import resolve_method_options
 
+if TYPE_CHECKING:  # dask is optional (the evaluate extra)
+    from dask.distributed import Client
+
 
 @check_keywords(renamed={"data": "examples"})
 def evaluate(
@@ -33,13 +36,13 @@ def evaluate(
     metrics: Sequence[str],
     rationales: Any = None,
     annotator: str | None = None,
-    rationale_unit: str = "words",
+    rationale_unit: Literal["words", "tokens"] = "words",
     rationale_k: int | None = None,
     store: str | Path | None = None,
-    executor: Any = "local",
+    executor: Literal["local", "dask"] | Client = "local",
     n_workers: int | None = None,
     batch_size: int = 16,
-    target: str | None = None,
+    target: Literal["label", "predicted"] | None = None,  # "predicted": deprecated
     method_options: dict[str, dict[str, Any]] | None = None,
     columns: Mapping[str, str] | None = None,
     truncation: bool = False,
