@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from browser_events import settle_injected
 from IPython.display import display
 from polling import wait_until
 
@@ -240,7 +241,7 @@ def test_item_text_ids_and_labels_stay_text(
     chip(page, 0).click()
     page.keyboard.press("2")
     wait_until(lambda: ann.label == HOSTILE[4] and ann.selection == [[0, 1]])
-    page.wait_for_timeout(300)  # an injected handler would have fired by now
+    settle_injected(page, page_watch)  # an injected handler would have fired by now
     assert page.evaluate(INJECTED) == {"xss": None, "elements": 0, "handlers": 0}
     page_watch.assert_clean()
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from browser_events import settle_injected
 from IPython.display import display
 from polling import wait_until
 
@@ -187,7 +188,7 @@ def test_token_text_is_never_markup(page_watch, solara_test, page_session) -> No
     )
     page.locator(".attnw-headview .attnw-col-left .attnw-token").nth(2).click()
     wait_until(lambda: head.selected_token == 2)
-    page.wait_for_timeout(300)  # let any injected handler fire (it must not)
+    settle_injected(page, page_watch)  # an injected handler would have fired by now
     assert page.evaluate("window.__xss") is None
     assert page.locator(".attnw-attention img, .attnw-attention script").count() == 0
     page_watch.assert_clean()

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from browser_events import settle_injected
 from IPython.display import display
 from polling import wait_until
 
@@ -190,7 +191,7 @@ def test_token_names_are_text(page_watch: Any, solara_test: Any, page_session: A
     wait_data(page, version="1")
     headers = page.locator(f"{ROOT} figure[data-step=weights] th").all_text_contents()
     assert f"0 {HOSTILE[0]}" in headers and f"0 {HOSTILE[3]}" in headers
-    page.wait_for_timeout(300)
+    settle_injected(page, page_watch)  # an injected handler would have fired by now
     injected = page.evaluate(
         """() => ({ xss: window.__xss ?? null, elements: document.querySelectorAll(
               '.attnw-calculator img, .attnw-calculator script').length })"""

@@ -6,6 +6,7 @@ names holding HTML stay text."""
 from __future__ import annotations
 
 import pytest
+from browser_events import settle_injected
 from evaluation_fixtures import synthetic_result
 from IPython.display import display
 from polling import wait_until
@@ -83,7 +84,7 @@ def test_names_with_html_stay_text(page_watch, solara_test, page_session) -> Non
     assert set(ids.all_text_contents()) == {XSS[1], XSS[0], "plain"}
     page_session.locator(".attnw-eval-example").first.click()
     wait_until(lambda: view.selected_example in (XSS[0], XSS[1], "plain"))
-    page_session.wait_for_timeout(300)  # let any injected handler fire (it must not)
+    settle_injected(page_session, page_watch)  # an injected handler would have fired by now
     assert page_session.evaluate("window.__xss") is None
     assert page_session.locator(".attnw-evaluation img, .attnw-evaluation script").count() == 0
     page_watch.assert_clean()

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from browser_events import settle_injected
 from IPython.display import display
 from polling import wait_until
 from tiny_models import build
@@ -246,7 +247,7 @@ def test_token_text_is_never_markup(page_watch, solara_test, page_session) -> No
     page.locator(f"{ROOT}[data-state=ready]").wait_for()
     left = page.locator(f"{ROOT} .attnw-flow-left .attnw-flow-tok")
     assert left.all_text_contents() == tokens
-    page.wait_for_timeout(300)  # let an injected handler fire (it must not)
+    settle_injected(page, page_watch)  # an injected handler would have fired by now
     assert page.evaluate("window.__xss") is None
     assert page.locator(f"{ROOT} img, {ROOT} script").count() == 0
     page.locator(f"{ROOT} canvas.attnw-flow-canvas-paths").hover(position=node_position(page, 1, 1))

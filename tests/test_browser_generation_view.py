@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from browser_events import settle_injected
 from IPython.display import display
 from polling import wait_until
 from test_browser_xss import HOSTILE, MARK, SHOWN_LITERALLY
@@ -98,7 +99,7 @@ def test_click_selects_a_step_and_python_redraws(
     view.close()
     page.locator(ROOT).wait_for(state="detached", timeout=15000)
     display(GenerationView(hostile_generation()))
-    check_hostile(page)
+    check_hostile(page, page_watch)
     page_watch.assert_clean()
 
 
@@ -131,7 +132,7 @@ INJECTED = """() => ({
 })"""
 
 
-def check_hostile(page: Any) -> None:
+def check_hostile(page: Any, watch: Any) -> None:
     every = ["<s>", *HOSTILE, "ok", "end"]
     page.wait_for_function(SHOWN_LITERALLY, arg=every, timeout=15000)
     for token in (HOSTILE[3], HOSTILE[0]):  # a generated token, then a prompt token
@@ -143,7 +144,7 @@ def check_hostile(page: Any) -> None:
                       "?.removeAttribute('data-xss-target')")  # fmt: skip
     page.locator(f'{ROOT} button.attnw-gen-step[data-step="2"]').click()  # flow diagram
     page.locator(f"{ROOT} svg.attnw-gen-flow").wait_for(timeout=15000)
-    page.wait_for_timeout(300)
+    settle_injected(page, watch)  # an injected handler would have fired by now
     assert page.evaluate(INJECTED) == {"xss": None, "elements": 0, "handlers": 0}
     assert page.evaluate(SHOWN_LITERALLY, every)
 
@@ -161,7 +162,7 @@ def test_token_markup_stays_text_in_an_exported_page(
     path.write_text(text, encoding="utf-8")
     offline = open_offline(request.getfixturevalue("browser"), path)
     try:
-        check_hostile(offline.page)
+        check_hostile(offline.page, offline)
         offline.assert_clean()
     finally:
         offline.page.context.close()

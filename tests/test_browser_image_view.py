@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from browser_events import settle_injected
 from image_fixtures import made_explanation
 from IPython.display import display
 from polling import wait_until
@@ -197,7 +198,7 @@ def hostile_explanation() -> Explanation:
     return exp
 
 
-def check_names_are_text(page: Any) -> None:
+def check_names_are_text(page: Any, watch: Any) -> None:
     page.locator(READY).wait_for(timeout=15000)
     specials = page.locator(f"{ROOT} .attnw-image-specials").text_content()
     assert HOSTILE[0] in specials and HOSTILE[1] in specials
@@ -213,13 +214,13 @@ def check_names_are_text(page: Any) -> None:
     page.locator(f"{ROOT} select.attnw-image-method").select_option("query_attention")
     wait_data(page, method="query_attention", state="ready")
     assert HOSTILE[4] in page.locator(f"{ROOT} .attnw-image-caption").text_content()
-    page.wait_for_timeout(300)  # an injected handler would have fired by now
+    settle_injected(page, watch)  # an injected handler would have fired by now
     assert page.evaluate(INJECTED) == {"xss": None, "elements": 0, "handlers": 0}
 
 
 def test_names_are_text_live(page_watch: Any, solara_test: Any, page_session: Any) -> None:
     display(ImageView(hostile_explanation()))
-    check_names_are_text(page_session)
+    check_names_are_text(page_session, page_watch)
     page_watch.assert_clean()
 
 
@@ -231,7 +232,7 @@ def test_names_are_text_in_a_saved_page_without_its_policy(tmp_path: Path, open_
     path = tmp_path / "hostile.html"
     path.write_text(page_text, encoding="utf-8")
     watch = open_page(path)
-    check_names_are_text(watch.page)
+    check_names_are_text(watch.page, watch)
     watch.assert_clean()
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from browser_events import settle_injected
 from IPython.display import display
 from polling import wait_until
 
@@ -93,7 +94,7 @@ def test_token_text_is_never_markup(page_watch, solara_test, page_session) -> No
     row = page_session.locator('.attnw-tok[data-method="rollout"]')
     row.first.wait_for()
     assert row.all_text_contents() == tokens  # shown literally
-    page_session.wait_for_timeout(300)  # let any injected handler fire (it must not)
+    settle_injected(page_session, page_watch)  # an injected handler would have fired by now
     assert page_session.evaluate("window.__xss") is None
     assert page_session.locator(".attnw-saliency img, .attnw-saliency script").count() == 0
 

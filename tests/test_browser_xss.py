@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from browser_events import settle_injected
 from IPython.display import display
 
 import attnwidget.views as views
@@ -107,7 +108,7 @@ INJECTED = """() => ({
 })"""
 
 
-def check(page: Any) -> None:
+def check(page: Any, watch: Any) -> None:
     page.wait_for_function(SHOWN_LITERALLY, arg=TOKENS, timeout=15000)
     for token in HOSTILE[:2]:  # re-render around the hostile tokens: hover, click
         assert page.evaluate(MARK, token)
@@ -117,7 +118,7 @@ def check(page: Any) -> None:
         # The mark is gone if the view redrew the clicked element (NeuronView does).
         page.evaluate("() => document.querySelector('[data-xss-target]')"
                       "?.removeAttribute('data-xss-target')")  # fmt: skip
-    page.wait_for_timeout(300)  # any injected handler would have fired by now
+    settle_injected(page, watch)  # an injected handler would have fired by now
     assert page.evaluate(INJECTED) == {"xss": None, "elements": 0, "handlers": 0}
     assert page.evaluate(SHOWN_LITERALLY, TOKENS)  # still text after the redraws
 
@@ -133,7 +134,7 @@ def test_tokens_are_text_in_every_view(
         page = request.getfixturevalue("page_session")
         # Made after solara_test: its widgets belong to the test page's kernel.
         display(make_view(kind))
-        check(page)
+        check(page, watch)
         watch.assert_clean()
         return
 
@@ -147,7 +148,7 @@ def test_tokens_are_text_in_every_view(
     path.write_text(text, encoding="utf-8")
     offline = open_offline(request.getfixturevalue("browser"), path)
     try:
-        check(offline.page)
+        check(offline.page, offline)
         offline.assert_clean()
     finally:
         offline.page.context.close()
