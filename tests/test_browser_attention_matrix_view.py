@@ -3,7 +3,9 @@
 Checks: a HeadView of a 700-token input opens as the matrix view (with its
 notice); a click on a cell pins that query row in Python (``selected_token``);
 setting ``layer`` or ``head`` in Python redraws the canvas (its pixels
-change); zooming asks the kernel for finer tiles and draws them; hovering
+change), and the pixels at the cells' centres show WHICH cells hold the
+weight (a block pattern per head, bright where it is and dark elsewhere);
+zooming asks the kernel for finer tiles and draws them; hovering
 names the tokens as text (a token holding markup stays text); a 4,096-token
 matrix renders; nothing is requested from outside and the page logs no error.
 """
@@ -153,4 +155,66 @@ def test_4096_tokens_render(page_watch: Any, solara_test: Any, page_session: Any
     page.locator(f"{ROOT} button.attnw-matrix-zoom-in").click()
     page.wait_for_function(f"() => document.querySelector('{ROOT}').dataset.level === '2'")
     wait_settled(page)
+    page_watch.assert_clean()
+
+
+#: RGBA of the canvas at each (row, col) cell centre (CSS px -> canvas px).
+CELL_RGBA = """([cells, left, top, scale]) => {
+  const c = document.querySelector('.attnw-matrixview canvas.attnw-matrix-canvas');
+  const k = c.width / c.getBoundingClientRect().width;
+  const ctx = c.getContext('2d');
+  const at = (offset, cell) => Math.floor((offset + (cell + 0.5) * scale) * k);
+  const pixel = (row, col) => ctx.getImageData(at(left, col), at(top, row), 1, 1).data;
+  return cells.map(([row, col]) => Array.from(pixel(row, col)));
+}"""
+
+
+def blocks_attention(n: int, blocks: int, hot: list[set[tuple[int, int]]]) -> np.ndarray:
+    """(1, heads, n, n): head h puts 90% of each row on its hot blocks, the rest spread."""
+    size = n // blocks
+    out = np.empty((1, len(hot), n, n), dtype=np.float32)
+    for h, cells in enumerate(hot):
+        mask = np.zeros((blocks, blocks), dtype=bool)
+        for r, c in cells:
+            mask[r, c] = True
+        full = np.kron(mask, np.ones((size, size), dtype=bool))
+        per_row = full.sum(1, keepdims=True)
+        out[0, h] = np.where(full, 0.9 / per_row, 0.1 / (n - per_row))
+    return out
+
+
+def test_the_drawn_cells_are_the_ones_that_hold_the_weight(
+    page_watch: Any, solara_test: Any, page_session: Any
+) -> None:
+    """Which cells are bright: a block pattern per head, read back from the pixels."""
+    n, blocks = 600, 6
+    diagonal = {(b, b) for b in range(blocks)}
+    anti = {(b, blocks - 1 - b) for b in range(blocks)}
+    weights = blocks_attention(n, blocks, [diagonal, anti])
+    exp = Explanation.from_attentions(weights, [f"w{i}" for i in range(n)], methods=None)
+    view = AttentionMatrixView(exp, head=0)
+    display(view)
+    page = page_session
+    wait_settled(page)
+    scale = float(page.locator(ROOT).get_attribute("data-scale"))
+    size = n // blocks
+    centres = [(r, c) for r in range(blocks) for c in range(blocks)]
+    spots = [[r * size + size // 2, c * size + size // 2] for r, c in centres]
+
+    def bright(rgba: list[int]) -> float:
+        return 0.2126 * rgba[0] + 0.7152 * rgba[1] + 0.0722 * rgba[2]
+
+    for head, hot in ((0, diagonal), (1, anti)):
+        if view.head != head:
+            version = page.locator(ROOT).get_attribute("data-version")
+            view.head = head
+            page.locator(f'{ROOT}:not([data-version="{version}"])').wait_for()
+            wait_settled(page)
+        rgba = page.evaluate(CELL_RGBA, [spots, LEFT, TOP, scale])
+        assert all(p[3] == 255 for p in rgba), "a cell centre is not painted"
+        hot_light = [bright(p) for p, cell in zip(rgba, centres, strict=True) if cell in hot]
+        cold_light = [bright(p) for p, cell in zip(rgba, centres, strict=True) if cell not in hot]
+        # The hot blocks share one colour, the cold ones another, far apart.
+        assert max(hot_light) - min(hot_light) < 8 and max(cold_light) - min(cold_light) < 8
+        assert abs(min(hot_light) - max(cold_light)) > 60, (head, hot_light, cold_light)
     page_watch.assert_clean()
