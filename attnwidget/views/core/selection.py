@@ -94,7 +94,7 @@ def renamed_trait(old: str, new: str) -> property:
     return property(get, set_, doc=f"Deprecated name of :attr:`{new}` (kept for one release).")
 
 
-class Head(traitlets.Int):  # type: ignore[type-arg]
+class Head(traitlets.Int):
     """The ``head`` trait: a head id, or -1 (:data:`NONE`) for no single head.
 
     ``"mean"``, the old name of -1 in AttentionMatrixView, is still taken for

@@ -25,7 +25,7 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
-class PatchIndex(traitlets.Int):  # type: ignore[type-arg]
+class PatchIndex(traitlets.Int):
     """An int trait that also takes the old ``[row, col]`` / ``[]`` form (warns)."""
 
     default_value = NONE

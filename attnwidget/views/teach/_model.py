@@ -47,12 +47,13 @@ def attention_modules(model: Any) -> list[tuple[Any, Any, Any]]:
     """Every layer's (query, key, value) projections, in the model's order."""
     import torch
 
-    found = []
+    found: list[tuple[Any, Any, Any]] = []
     for _name, module in model.named_modules():
         for names in PROJECTIONS:
             parts = [getattr(module, n, None) for n in names]
             if all(isinstance(p, torch.nn.Linear) for p in parts):
-                found.append(tuple(parts))
+                query, key, value = parts
+                found.append((query, key, value))
                 break
     return found
 

@@ -104,13 +104,16 @@ DEFAULT_K = [[1.0, 0.0, 0.0], [0.0, 1.0, 1.0], [1.0, 1.0, 0.0], [0.0, 0.0, 2.0]]
 DEFAULT_V = [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [0.0, 2.0]]
 
 
-def default_w(kind: str, n: int, d: int) -> np.ndarray:
+def default_w(kind: str, n: int | None, d: int) -> np.ndarray:
     """``W`` for ``general`` (d, d): the identity (then qᵀWk = qᵀk); for
     ``location`` (n, d): ones on the diagonal, so key j's score is q's j-th entry."""
-    return np.eye(n, d) if kind == "location" else np.eye(d)
+    if kind != "location":
+        return np.eye(d)
+    assert n is not None  # location needs k's rows (np.eye(None, d) failed before)
+    return np.eye(n, d)
 
 
-def default_params(n: int, d: int) -> dict[str, np.ndarray]:
+def default_params(n: int | None, d: int) -> dict[str, np.ndarray]:
     """Parameters that fit queries of size d and n keys (hidden size h = d).
 
     additive: W1 = W2 = I, v_a = 1 (then the score is Σ tanh(q + k));

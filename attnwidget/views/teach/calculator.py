@@ -225,6 +225,7 @@ class AttentionCalculator(_AttnWidget):
             self.window, self.lengths = window, lengths
             self.temperature, self.beta = temperature, beta
             given = {"W": W, "W1": W1, "W2": W2, "v_a": v_a, "W_p": W_p, "v_p": v_p}
+            assert d is not None  # the defaults need a 2-D q (np.eye(None) failed before)
             defaults = default_params(n, d)
             defaults["W"] = default_w(score_kind, n, d)
             for name, value in given.items():
@@ -322,9 +323,10 @@ class AttentionCalculator(_AttnWidget):
 
     def _fit_w(self) -> None:
         kind = self.score_kind
-        if kind not in ("general", "location") or width_of(self.q) is None:
+        d = width_of(self.q)
+        if kind not in ("general", "location") or d is None:
             return
-        n, d = rows_of(self.k), width_of(self.q)
+        n = rows_of(self.k)
         want = (n, d) if kind == "location" else (d, d)
         if self.W is None or self.W.shape != want:
             self.W = default_w(kind, n, d)
