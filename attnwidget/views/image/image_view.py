@@ -173,7 +173,7 @@ class ImageView(_AttnWidget):
         method: str | None = None,
         layer: int | None = None,
         head: int = -1,
-        selected_patch: int | Sequence[int] = NONE,
+        selected_patch: int | Sequence[int] | None = NONE,
         opacity: float = 0.5,
         **kwargs: Any,
     ) -> None:
@@ -192,10 +192,12 @@ class ImageView(_AttnWidget):
         self._maps = QueryMaps(explanation)
         layers = self._maps.layers
         shown = layers - 1 if layer is None else _layer_index(layer, layers)
-        rows, cols = explanation.patch_grid
+        grid, image, patch_size = explanation.patch_grid, explanation.image, explanation.patch_size
+        assert grid is not None and image is not None and patch_size is not None  # an image's
+        rows, cols = grid
         matrix = np.stack([explanation.patch_scores(n) for n in names]) if names else None
         data, shape = encode_float32(matrix if names else np.zeros((0, rows, cols)))
-        pixels = display_image(explanation.image)
+        pixels = display_image(image)
         png = encode_png(pixels)
         special = [str(explanation.tokens[i]) for i in explanation.special_tokens]
         opening = method if method is not None else (names[0] if names else QUERY_ATTENTION)
@@ -209,7 +211,7 @@ class ImageView(_AttnWidget):
             self.set_trait("image", png)
             self.set_trait("image_size", [int(d) for d in pixels.shape[:2]])
             self.set_trait("grid", [int(rows), int(cols)])
-            self.set_trait("patch_size", int(explanation.patch_size))
+            self.set_trait("patch_size", int(patch_size))
             self.set_trait("labels", [str(explanation.tokens[i]) for i in self._maps.columns])
             self.set_trait("special_tokens", special)
             self.set_trait("query_token", str(explanation.tokens[explanation.query_index]))
@@ -218,7 +220,9 @@ class ImageView(_AttnWidget):
             self.set_trait("methods", names)
             self.set_trait("summaries", [_summary(n) for n in names])
             signed = (
-                [_is_signed(n, row) for n, row in zip(names, matrix, strict=True)] if names else []
+                [_is_signed(n, row) for n, row in zip(names, matrix, strict=True)]
+                if matrix is not None  # None exactly when names is empty
+                else []
             )
             self.set_trait("signed", signed)
             self.set_trait("scores", data)
@@ -230,7 +234,7 @@ class ImageView(_AttnWidget):
             self.method = opening
             self.layer = shown
             self.head = head
-            self.selected_patch = selected_patch
+            self.selected_patch = NONE if selected_patch is None else selected_patch
             self.opacity = opacity
         self._export_budget = 0
         self.on_msg(self._on_message)
