@@ -137,11 +137,13 @@ class QueryMaps:
         n = len(explanation.tokens)
         self.columns = patch_positions(n, explanation.special_tokens)
         self.rows = np.concatenate([[explanation.query_index], self.columns])
-        self._attentions = explanation.attentions
+        attentions = explanation.attentions
+        assert attentions is not None  # an image explanation keeps every map
+        self._attentions = attentions
         options = explanation.method_options.get("rollout", {})
         self._rollout_options = {k: options[k] for k in _ROLLOUT_OPTIONS if k in options}
         self._rollout: np.ndarray | None = None
-        self.layers, self.heads = (int(d) for d in explanation.attentions.shape[:2])
+        self.layers, self.heads = (int(d) for d in attentions.shape[:2])
 
     @property
     def patches(self) -> int:
@@ -248,8 +250,12 @@ def request_reply(
 ) -> tuple[list[tuple[dict[str, Any], bytes]], str]:
     """The chunks answering a page's request, or ([], why it cannot be served)."""
     name, layer = content.get("map"), content.get("layer")
-    ok = isinstance(layer, int) and not isinstance(layer, bool)
-    if name not in MAPS or not ok or not 0 <= layer < maps.layers:
+    if (
+        name not in MAPS
+        or not isinstance(layer, int)
+        or isinstance(layer, bool)
+        or not 0 <= layer < maps.layers
+    ):
         return [], (
             f"cannot serve {name!r} at layer {layer!r}: maps are {', '.join(MAPS)}, layers "
             f"0..{maps.layers - 1}"

@@ -193,7 +193,8 @@ class ImageView(_AttnWidget):
         layers = self._maps.layers
         shown = layers - 1 if layer is None else _layer_index(layer, layers)
         grid, image, patch_size = explanation.patch_grid, explanation.image, explanation.patch_size
-        assert grid is not None and image is not None and patch_size is not None  # an image's
+        # An image explanation (_check_image) has its grid, image and patch size.
+        assert grid is not None and image is not None and patch_size is not None
         rows, cols = grid
         matrix = np.stack([explanation.patch_scores(n) for n in names]) if names else None
         data, shape = encode_float32(matrix if names else np.zeros((0, rows, cols)))
