@@ -76,3 +76,18 @@ def test_bad_layer_head_token_and_keywords_are_refused(llama) -> None:
         view.head = 4
     view.set_state({"layer": 7})  # from the page: refused, nothing changes
     assert view.layer == 0 and view.data_layer == 0
+
+
+def test_tokens_are_shown_as_in_every_view_and_keep_their_raw_form() -> None:
+    """NeuronView shows WordPiece pieces without ``##`` (as explain() does) and
+    sends the tokenizer's strings as raw_tokens (the page's tooltips)."""
+    import attnwidget
+
+    model, tokenizer = build("bert-cls")
+    text = "the cabinets are playing"
+    view = NeuronView(model, tokenizer, text)
+    exp = attnwidget.explain(model, tokenizer, text, methods=["raw"])
+    assert view.tokens == list(exp.tokens)
+    assert view.raw_tokens == list(exp.raw_tokens or [])
+    assert "##in" in view.raw_tokens and not any(t.startswith("##") for t in view.tokens)
+    assert view.selection["text"] == view.tokens[view.selected_token]
