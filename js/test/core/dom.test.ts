@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { displayToken, microtaskScheduler, saveTraits } from "../../src/core/dom";
+import { displayToken, microtaskScheduler, saveTraits, tokenName } from "../../src/core/dom";
 
 test("tokens show as themselves; markup stays literal text", () => {
   assert.equal(displayToken("hello"), "hello");
@@ -41,4 +41,14 @@ test("saveTraits sets every key and saves once", () => {
   saveTraits(model, { layer: 2, heads: [0, 1] });
   assert.deepEqual(set, [["layer", 2], ["heads", [0, 1]]]);
   assert.equal(saves, 1);
+});
+
+describe("tokenName", () => {
+  test("names the tokenizer's string only where it differs from the shown one", () => {
+    assert.equal(tokenName("ing", "##ing"), '"ing" (token "##ing")');
+    assert.equal(tokenName("dog", "Ġdog"), '"dog" (token "Ġdog")');
+    assert.equal(tokenName("the", "the"), '"the"');
+    assert.equal(tokenName("the", undefined), '"the"');
+    assert.equal(tokenName("the", ""), '"the"');
+  });
 });
