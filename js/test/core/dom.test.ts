@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { test } from "node:test";
+import { describe, test } from "node:test";
 
 import { displayToken, microtaskScheduler, saveTraits, tokenName } from "../../src/core/dom";
 
