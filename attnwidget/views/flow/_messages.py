@@ -93,12 +93,9 @@ class ProgressReply(TypedDict):
     total: int
 
 
-class PathsReply(TypedDict):
-    """kernel → page: paths, with four buffers (nodes, edge index, edge value, totals)."""
+class PathsMeta(TypedDict):
+    """What :func:`encode_paths` writes of a ``paths`` reply (all but type, id, version)."""
 
-    type: Literal["paths"]
-    id: int | None
-    version: int
     method: str
     layer: int
     token: int
@@ -110,6 +107,14 @@ class PathsReply(TypedDict):
     dropped: int
     dtype: str
     per_selection: bool
+
+
+class PathsReply(PathsMeta):
+    """kernel → page: paths, with four buffers (nodes, edge index, edge value, totals)."""
+
+    type: Literal["paths"]
+    id: int | None
+    version: int
 
 
 class LayerReply(TypedDict):
@@ -253,7 +258,7 @@ class _FlowMessages(_AttnWidget):
 
 def encode_paths(
     result: PathResult, max_edges: int = MAX_PATH_EDGES
-) -> tuple[dict[str, Any], list[bytes]]:
+) -> tuple[PathsMeta, list[bytes]]:
     """A :class:`PathResult` as the ``paths`` reply: (JSON part, four buffers).
 
     Edges whose |contribution| is at most :data:`EDGE_FLOOR` × their layer's
@@ -280,7 +285,7 @@ def encode_paths(
     counts = keep.sum(axis=1)
     layer_of, flat = np.nonzero(keep)
     values = edges.reshape(layers, -1)[layer_of, flat]
-    meta = {
+    meta: PathsMeta = {
         "method": result.method,
         "layer": result.layer,
         "token": result.token,

@@ -238,7 +238,9 @@ def _maps_path_method(name: str, summary: str, signed: bool) -> None:
         return name in shown_methods(explanation)
 
     def compute(explanation: Any, layer: int, token: int, **options: Any) -> PathResult:
-        maps = method_maps(explanation, name).astype(np.float64)
+        found = method_maps(explanation, name)
+        assert found is not None  # applies(): the explanation has the maps
+        maps = found.astype(np.float64)
         fused = fuse_heads(maps, options["head_fusion"])
         nodes, edges = raw_paths(fused, layer, token)
         note = (
