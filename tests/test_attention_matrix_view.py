@@ -21,7 +21,7 @@ from ipywidgets.widgets.widget import _remove_buffers
 from tiny_models import build
 
 from attnwidget.errors import InputError
-from attnwidget.pipeline import explain
+from attnwidget import explain
 from attnwidget.results.explanation import Explanation
 from attnwidget.views import AttentionMatrixView, FlowView, HeadView, ModelView
 from attnwidget.views.core.base import _AttnWidget

@@ -169,7 +169,7 @@ def test_a_shipped_model_keeps_its_weights_alignment_and_numbers(encoder) -> Non
 
     from attnwidget.evaluation import _alignment
     from attnwidget.evaluation._compute import torch_threads
-    from attnwidget.pipeline import explain
+    from attnwidget import explain
 
     model, tokenizer = encoder
     odd = copy.deepcopy(model)
