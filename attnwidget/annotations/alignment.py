@@ -126,7 +126,7 @@ def align(
     text: str,
     text_pair: str | None = None,
     *,
-    input_ids: Sequence[int] | None = None,
+    input_ids: Sequence[int] | np.ndarray | None = None,
 ) -> Alignment:
     """Tokenise ``text`` (and ``text_pair``) as a model would and map tokens to words.
 

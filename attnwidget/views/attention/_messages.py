@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attnwidget.views.attention._wire import _attention_messages, _export_order
 from attnwidget.views.core.attention_data import EXPORT_BYTES, AttentionMatrix, AttentionSet
@@ -29,8 +29,12 @@ class _AttentionMessages(_AttnWidget):
     matrix: str
     preload: bytes
     preload_index: list[dict[str, Any]]
-    attention: AttentionSet
     current_matrix: Callable[[], AttentionMatrix]
+
+    if TYPE_CHECKING:  # a read-only property there
+
+        @property
+        def attention(self) -> AttentionSet: ...
 
     def to_html(
         self,
