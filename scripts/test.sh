@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Set up everything and run every test suite: lint, JS unit tests, Python
+# Set up everything and run every test suite: lint, type check (mypy), JS unit tests, Python
 # tests (including real-browser widget tests in headless Chromium and the
 # notebook runs) on both cores, then the core tests on the oldest transformers.
 #
 # Usage: scripts/test.sh [--fast] [extra pytest args]
-#   --fast  the lane to run while you iterate: lint, JS unit tests and the
+#   --fast  the lane to run while you iterate: lint, mypy, JS unit tests and the
 #           Python tests not marked browser, notebook or slow (tests/lanes.py),
 #           in .venv as it is (set up only when missing); no Chromium, no
 #           oldest-transformers run.
@@ -67,6 +67,8 @@ fi
 echo "== ruff"
 ruff check .
 ruff format --check .
+echo "== mypy"
+mypy
 echo "== js unit tests"
 (cd js && npm test --silent)
 SECONDS=0
