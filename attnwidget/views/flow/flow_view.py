@@ -19,59 +19,9 @@ shows it. On the decoder stack only raw, rollout and flow are offered: the
 gradients and relevance that grad_attention, chefer2021 and lrp need are
 captured for the encoder's attention only.
 
-Message schema (traits synced with ``js/src/flow/flow_types.ts`` ``FlowTraits``;
-tests/test_fixtures_js.py and the JS tests check that both name the same
-traits). L attention layers, n tokens, both of the shown stack:
-
-====================  ===========  ===========================================
-trait                 type         meaning
-====================  ===========  ===========================================
-``_view``             str          ``"flow"``
-``stacks``            list[str]    the explanation's stacks: ``["encoder",
-                                   "decoder"]`` (encoder–decoder models; the
-                                   page shows a picker) or ``["encoder"]`` (every
-                                   other model: its only self-attention)
-``stack``             str          the shown stack (synced both ways); cross-
-                                   attention is drawn by neither
-``tokens``            list[str]    n token strings (shown as text, never HTML)
-``raw_tokens``        list[str]    the tokenizer's own strings of ``tokens`` (shown
-                                   on hover; [] if unknown)
-``shape``             list[int]    ``[L, n]``
-``fused``             bytes        float32 little-endian C order, shape
-                                   ``(fused_layers, n, n)``: head-fused
-                                   attention ``W_l`` (no residual) of layers
-                                   1 … fused_layers; the page forms ``Â``
-                                   (float32, not float16: the page's raw and
-                                   rollout numbers then match the kernel's)
-``fused_layers``      int          how many layers ``fused`` holds; the page
-                                   asks for the others (``request``)
-``head_fusion``       str          "mean", "max" or "min"
-``query_index``       int          the explained query position, -1 for none
-                                   (the encoder stack of an encoder–decoder
-                                   model: the query is a decoder position)
-``caption``           str          what is explained (plain text)
-``methods``           list[str]    path methods available for this input
-``summaries``         list[str]    one line per method
-``signed``            list[bool]   per method: values can be negative
-``local_methods``     list[str]    methods the page computes itself (from
-                                   ``fused``): "raw", "rollout"
-``version``           int          bumps with every new explanation and stack;
-                                   requests and replies carry it, stale ones
-                                   are dropped
-``method``            str          the drawn method (synced both ways)
-``selected_layer``    int          selected node layer 0 … L (synced)
-``selected_token``    int          selected token, -1 for none (synced)
-``threshold``         float        edges (Â) and path shares below it are not
-                                   drawn, 0 … 1 (synced)
-``scale``             str          what sets the label colours' range:
-                                   "words" (special tokens and the selected
-                                   token drawn but left out) or "all" (synced)
-====================  ===========  ===========================================
-
-Custom messages (``compute``, ``progress``, ``paths``, ``request``, ``layer``,
-``stale``, ``error``) are described and typed in
-:mod:`attnwidget.views.flow._messages`; every array is encoded by
-:mod:`attnwidget.views.core.buffers`.
+The synced traits and their meaning are in :mod:`attnwidget.views.flow._traits`
+(checked against ``js/src/flow/flow_types.ts`` by tests/test_fixtures_js.py);
+the custom messages in :mod:`attnwidget.views.flow._messages`.
 """
 
 from __future__ import annotations
@@ -93,7 +43,6 @@ from attnwidget.views.flow._messages import (
     MAX_PATH_EDGES,
     PROGRESS_INTERVAL,
     SELECTION_FREE,
-    _FlowMessages,
     decode_paths,
     encode_paths,
 )
@@ -102,13 +51,11 @@ from attnwidget.views.flow._stack import (
     MAX_TOKENS,
     _caption,
     _Shown,
-    check_layer,
-    check_token,
     method_error,
     prepare_stack,
 )
+from attnwidget.views.flow._traits import LOCAL_METHODS, FlowTraits
 from attnwidget.views.matrix.large_inputs import matrix_view_for, switch_reason
-from attnwidget.views.saliency.saliency_view import check_scale
 
 #: Kept importable from here (tests and users import them from this module).
 __all__ = [
@@ -125,13 +72,11 @@ __all__ = [
     "encode_paths",
 ]
 
-#: Methods the page computes from ``fused`` itself (instantly, and in saved HTML).
-LOCAL_METHODS: tuple[str, ...] = ("raw", "rollout")
 #: Results kept per view (a flow computation can take seconds).
 CACHE_SIZE = 16
 
 
-class FlowView(_FlowMessages):
+class FlowView(FlowTraits):
     """The token-to-token flow diagram across layers, one method's paths highlighted.
 
     In the page: click a node (a token label on the left = input token, on the
@@ -182,43 +127,6 @@ class FlowView(_FlowMessages):
         view.paths().scores_down              # the method's scores for it
         FlowView(t5_explanation, stack="decoder")   # the decoder's diagram
     """
-
-    _view = traitlets.Unicode("flow").tag(sync=True)
-
-    stacks = traitlets.List(traitlets.Unicode(), default_value=["encoder"], read_only=True).tag(
-        sync=True
-    )
-    tokens = traitlets.List(traitlets.Unicode(), read_only=True).tag(sync=True)
-    #: The tokenizer's own strings of ``tokens`` (``##ing``), shown on hover; [] if unknown.
-    raw_tokens = traitlets.List(traitlets.Unicode(), read_only=True).tag(sync=True)
-    shape = traitlets.List(traitlets.Int(), default_value=[0, 0], read_only=True).tag(sync=True)
-    fused = traitlets.Bytes(b"", read_only=True).tag(sync=True)
-    fused_layers = traitlets.Int(0, read_only=True).tag(sync=True)
-    head_fusion = traitlets.Unicode("mean", read_only=True).tag(sync=True)
-    query_index = traitlets.Int(-1, read_only=True).tag(sync=True)
-    caption = traitlets.Unicode("", read_only=True).tag(sync=True)
-    methods = traitlets.List(traitlets.Unicode(), read_only=True).tag(sync=True)
-    summaries = traitlets.List(traitlets.Unicode(), read_only=True).tag(sync=True)
-    signed = traitlets.List(traitlets.Bool(), read_only=True).tag(sync=True)
-    local_methods = traitlets.List(
-        traitlets.Unicode(), default_value=list(LOCAL_METHODS), read_only=True
-    ).tag(sync=True)
-    version = traitlets.Int(0, read_only=True).tag(sync=True)
-
-    stack = traitlets.Unicode("encoder").tag(sync=True)
-    """The shown self-attention stack: "encoder" or (encoder–decoder models) "decoder"."""
-    method = traitlets.Unicode("rollout").tag(sync=True)
-    """The method whose paths are drawn (one of :attr:`methods`)."""
-    selected_layer = traitlets.Int(0).tag(sync=True)
-    """The selected node layer: 0 (input tokens) … L (top)."""
-    selected_token = traitlets.Int(-1).tag(sync=True)
-    """The selected token position, -1 for no selection."""
-    threshold = traitlets.Float(0.02).tag(sync=True)
-    """Edges with ``Â < threshold`` and paths with a smaller share are not drawn."""
-    scale = traitlets.Unicode("words").tag(sync=True)
-    """What sets the token labels' colour range: "words" (default: special tokens
-    and the selected token, whose own share dwarfs the others, are drawn but
-    left out) or "all"."""
 
     def __new__(cls, explanation: Any = None, /, *args: Any, **kwargs: Any) -> Any:
         # Over MAX_TOKENS (read here, so a test can lower it), or without
@@ -435,12 +343,6 @@ class FlowView(_FlowMessages):
         stack = stack or (self._shown.stack if self._shown else "encoder")
         return method_error(method, names, stack, explanation or self._explanation)
 
-    def _check_layer(self, value: Any) -> int:
-        return check_layer(value, self.shape[0])
-
-    def _check_token(self, value: Any) -> int:
-        return check_token(value, len(self.tokens))
-
     @traitlets.validate("stack")
     def _validate_stack(self, proposal: dict[str, Any]) -> str:
         value = proposal["value"]
@@ -458,32 +360,6 @@ class FlowView(_FlowMessages):
         if self._committing or pending is None or pending.stack != change["new"]:
             return
         self._commit(pending, keep_selection=False)
-
-    @traitlets.validate("scale")
-    def _validate_scale(self, proposal: dict[str, Any]) -> str:
-        return check_scale("FlowView", proposal["value"])
-
-    @traitlets.validate("method")
-    def _validate_method(self, proposal: dict[str, Any]) -> str:
-        value = proposal["value"]
-        if value not in self.methods:
-            raise self._method_error(str(value), list(self.methods))
-        return str(value)
-
-    @traitlets.validate("selected_layer")
-    def _validate_selected_layer(self, proposal: dict[str, Any]) -> int:
-        return self._check_layer(proposal["value"])
-
-    @traitlets.validate("selected_token")
-    def _validate_selected_token(self, proposal: dict[str, Any]) -> int:
-        return self._check_token(proposal["value"])
-
-    @traitlets.validate("threshold")
-    def _validate_threshold(self, proposal: dict[str, Any]) -> float:
-        value = float(proposal["value"])
-        if not 0.0 <= value <= 1.0:
-            raise traitlets.TraitError(f"threshold={value} must be between 0 and 1.")
-        return value
 
     def __repr__(self) -> str:
         layers, n = self.shape
