@@ -20,8 +20,8 @@ import traitlets
 from ipywidgets.widgets.widget import _remove_buffers
 from tiny_models import build
 
-from attnwidget.errors import InputError
 from attnwidget import explain
+from attnwidget.errors import InputError
 from attnwidget.results.explanation import Explanation
 from attnwidget.views import AttentionMatrixView, FlowView, HeadView, ModelView
 from attnwidget.views.core.base import _AttnWidget

@@ -167,9 +167,9 @@ def test_a_shipped_model_keeps_its_weights_alignment_and_numbers(encoder) -> Non
 
     import torch
 
+    from attnwidget import explain
     from attnwidget.evaluation import _alignment
     from attnwidget.evaluation._compute import torch_threads
-    from attnwidget import explain
 
     model, tokenizer = encoder
     odd = copy.deepcopy(model)
