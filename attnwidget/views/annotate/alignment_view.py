@@ -30,13 +30,25 @@ trait                type         meaning
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 import numpy as np
 import traitlets
 
 from attnwidget.errors import InputError
 from attnwidget.views.core.base import _AttnWidget
+
+
+class AlignmentResult(Protocol):
+    """What AlignmentView reads (e.g. :class:`attnwidget.demo.seq2seq.Translation`)."""
+
+    @property
+    def input_tokens(self) -> Sequence[str]: ...
+    @property
+    def output_tokens(self) -> Sequence[str]: ...
+    @property
+    def alignment(self) -> np.ndarray: ...  # (outputs, inputs)
 
 
 def _tokens(value: Any, what: str) -> list[str]:
@@ -81,7 +93,7 @@ class AlignmentView(_AttnWidget):
 
     def __init__(
         self,
-        result: Any,
+        result: AlignmentResult,
         *,
         selected_output: int = -1,
         selected_input: int = -1,

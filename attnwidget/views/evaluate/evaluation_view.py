@@ -34,7 +34,7 @@ trait                 type        meaning
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import traitlets
@@ -43,6 +43,9 @@ from attnwidget.errors import InputError
 from attnwidget.views.core.base import _AttnWidget
 from attnwidget.views.core.buffers import decode_float32, encode_float32
 from attnwidget.views.saliency.saliency_view import SaliencyView
+
+if TYPE_CHECKING:
+    from attnwidget.evaluation.result import EvaluationResult
 
 #: Characters of each example's text sent to the page.
 TEXT_PREVIEW = 160
@@ -90,7 +93,7 @@ class EvaluationView(_AttnWidget):
 
     def __init__(
         self,
-        result: Any,
+        result: EvaluationResult,
         *,
         selected: list[str] | tuple[str, str] | None = None,
         selected_example: str = "",

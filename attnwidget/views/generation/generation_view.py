@@ -38,7 +38,7 @@ trait                  type         meaning
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import traitlets
@@ -46,6 +46,9 @@ import traitlets
 from attnwidget.errors import InputError
 from attnwidget.methods import get_method
 from attnwidget.views.core.base import _AttnWidget
+
+if TYPE_CHECKING:
+    from attnwidget.results.generation import GenerationExplanation
 
 _SPACE_MARKERS = ("Ġ", "▁")
 
@@ -117,7 +120,7 @@ class GenerationView(_AttnWidget):
 
     def __init__(
         self,
-        gexp: Any,
+        gexp: GenerationExplanation,
         *,
         method: str | None = None,
         selected_step: int = -1,

@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import traitlets
@@ -58,6 +58,9 @@ import traitlets
 from attnwidget.views.core.base import RecordedReply, _AttnWidget
 from attnwidget.views.core.selection import NONE, Head, renamed_keyword, renamed_trait
 from attnwidget.views.matrix._source import MEAN, MatrixSource, source_of
+
+if TYPE_CHECKING:
+    from attnwidget.results.explanation import Explanation
 from attnwidget.views.matrix._tiles import (
     MAX_TILES_PER_REQUEST,
     POOLS,
@@ -137,7 +140,7 @@ class AttentionMatrixView(_AttnWidget):
 
     def __init__(
         self,
-        explanation: Any,
+        explanation: Explanation,
         *,
         layer: int | None = None,
         head: int = NONE,
