@@ -193,15 +193,15 @@ def test_items_as_dicts_dataframe_and_dataset(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("items", "match"),
     [
-        ([], "items is empty"),
-        ("just one text", "items is one string: pass a list of texts"),
+        ([], "examples is empty"),
+        ("just one text", "examples is one string: pass a list of texts"),
         ({"id": "a", "text": "x"}, "wrap it in a list"),
         ([{"id": "a"}], "item 0 \\(id 'a'\\) has no text to annotate"),
         (["ok", "   "], "item 1 \\(id '1'\\) has no text"),
         ([{"id": "a", "text": None}], "has no text"),
         ([{"id": "a", "text": "x"}, {"id": "a", "text": "y"}], "the same id 'a'"),
         ([3.5], "item 0 is a float"),
-        (42, "items is a int"),
+        (42, "examples is a int"),
     ],
 )
 def test_bad_items_are_refused_naming_the_fix(path: Path, items: Any, match: str) -> None:
@@ -226,6 +226,20 @@ def test_bad_store_annotator_and_options(path: Path) -> None:
     Annotator(TEXTS, store=path, annotator="ana")
     with pytest.raises(InputError, match="different text"):
         Annotator(["another text"], store=path, annotator="ana")  # id "0" names TEXTS[0]
+
+
+def test_examples_is_the_name_and_items_still_works_with_a_warning(tmp_path: Path) -> None:
+    """``examples`` as in evaluate(); ``items=`` warns (at the caller) and gives the same."""
+    new = Annotator(examples=TEXTS, store=tmp_path / "a.sqlite", annotator="ana")
+    with pytest.warns(DeprecationWarning, match="use examples= instead") as record:
+        old = Annotator(items=TEXTS, store=tmp_path / "b.sqlite", annotator="ana")
+    assert [w.filename for w in record if w.category is DeprecationWarning] == [__file__]
+    assert [(i.id, i.text) for i in old._items] == [(i.id, i.text) for i in new._items]
+    assert (old.count, old.item, old.progress) == (new.count, new.item, new.progress)
+    with pytest.raises(TypeError, match="got both examples= and its old name items="):
+        Annotator(TEXTS, items=TEXTS, store=tmp_path / "c.sqlite", annotator="ana")
+    with pytest.raises(TypeError, match="needs the examples to annotate"):
+        Annotator(store=tmp_path / "c.sqlite", annotator="ana")
 
 
 def test_keyword_state_is_applied_after_the_items(path: Path) -> None:

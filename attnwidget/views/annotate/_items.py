@@ -58,11 +58,11 @@ def coerce_items(items: Any) -> list[Item]:
     """
     if isinstance(items, (str, bytes)):
         raise InputError(
-            "items is one string: pass a list of texts, e.g. Annotator([text], ...), "
+            "examples is one string: pass a list of texts, e.g. Annotator([text], ...), "
             "or of dicts with 'id' and 'text'"
         )
     if isinstance(items, (Mapping, Item)):
-        raise InputError("items is one item: wrap it in a list, e.g. Annotator([item], ...)")
+        raise InputError("examples is one item: wrap it in a list, e.g. Annotator([item], ...)")
     if _is_dataframe(items):
         frame = items
         keys = [str(value) for value in frame.index]
@@ -86,12 +86,12 @@ def coerce_items(items: Any) -> list[Item]:
         keys = [str(k) for k in range(len(rows))]
     else:
         raise InputError(
-            f"items is a {type(items).__name__}: pass a list of texts or dicts, a pandas "
+            f"examples is a {type(items).__name__}: pass a list of texts or dicts, a pandas "
             "DataFrame or a datasets.Dataset (columns id, text, label, text_pair)"
         )
     if not rows:
         raise InputError(
-            "items is empty: there is nothing to annotate; pass at least one text, "
+            "examples is empty: there is nothing to annotate; pass at least one text, "
             "e.g. Annotator(['a truly great film'], store=..., annotator=...)"
         )
     out: list[Item] = []

@@ -64,6 +64,7 @@ from typing import Any
 
 import traitlets
 
+from attnwidget._keywords import renamed_argument
 from attnwidget.annotations import Annotation, Item, Store
 from attnwidget.annotations import validate as _validate
 from attnwidget.errors import InputError
@@ -113,15 +114,17 @@ class Annotator(AnnotatorTraits):
     can hide. Off by default: seeing the model's scores anchors annotators.
 
     Args:
-        items: texts; dicts with ``id``, ``text`` and optionally ``label``
+        examples: texts; dicts with ``id``, ``text`` and optionally ``label``
             and ``text_pair``; a pandas DataFrame or a ``datasets.Dataset``
             with those columns (a ClassLabel ``label`` is read as its names).
             Ids default to the position (a DataFrame's index) as a string.
+            Each example is one item of the store. Named ``items`` before
+            (still accepted for one release, with a DeprecationWarning).
         store: a :class:`~attnwidget.annotations.Store` or the path of one
-            (opened, or created, with ``labels``). The items are added to it.
+            (opened, or created, with ``labels``). The examples are added to it.
         annotator: the annotator's name (non-empty).
         labels: the label choices (default: the store's; else the model's;
-            else the items' own labels; else no label).
+            else the examples' own labels; else no label).
         model, tokenizer: a sequence classifier and its tokenizer (optional).
         methods: the overlay's methods (default: explain's defaults).
         method_options: per-method options for those methods, as for
@@ -140,7 +143,7 @@ class Annotator(AnnotatorTraits):
 
     def __init__(
         self,
-        items: Any,
+        examples: Any = None,
         *,
         store: Store | str | Path,
         annotator: str,
@@ -152,10 +155,16 @@ class Annotator(AnnotatorTraits):
         show_scores: bool = False,
         **kwargs: Any,
     ) -> None:
+        examples = renamed_argument("Annotator", kwargs, "items", "examples", examples)
+        if examples is None:
+            raise TypeError(
+                "Annotator() needs the examples to annotate: Annotator(examples, store=..., "
+                "annotator=...), examples a list of texts or dicts, a DataFrame or a Dataset."
+            )
         initial = {name: kwargs.pop(name) for name in _STATE if name in kwargs}
         super().__init__(**kwargs)
         who = _validate.annotator(annotator)
-        checked = coerce_items(items)
+        checked = coerce_items(examples)
         given_model_options = methods is not None or method_options is not None
         if model is None and (tokenizer is not None or show_scores or given_model_options):
             given = "show_scores=True" if show_scores else "tokenizer/methods"
@@ -179,6 +188,8 @@ class Annotator(AnnotatorTraits):
         )
         self._store = open_store(store, labels)
         self._store.add_items(checked)
+        # Each example is a store Item (the unit saves are made under); the synced
+        # ``item`` trait is the one shown, so the list stays private as _items.
         self._items = checked
         self._order = ItemOrder(self._store, checked, who)
         self._drafts: dict[int, tuple[Any, ...]] = {}
