@@ -64,7 +64,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import traitlets
@@ -87,6 +87,9 @@ from attnwidget.views.teach._traits import (
     rows_of,
     width_of,
 )
+
+if TYPE_CHECKING:  # arrays, nested lists or CPU torch tensors
+    from numpy.typing import ArrayLike
 
 #: The inputs; a change to any of them recomputes the steps.
 INPUTS = (
@@ -182,9 +185,9 @@ class AttentionCalculator(_AttnWidget):
 
     def __init__(
         self,
-        q: Any = None,
-        k: Any = None,
-        v: Any = None,
+        q: ArrayLike | None = None,
+        k: ArrayLike | None = None,
+        v: ArrayLike | None = None,
         *,
         query_tokens: Sequence[str] | None = None,
         key_tokens: Sequence[str] | None = None,
@@ -194,12 +197,12 @@ class AttentionCalculator(_AttnWidget):
         lengths: int | None = None,
         temperature: float = 1.0,
         beta: float = 1.0,
-        W: Any = None,
-        W1: Any = None,
-        W2: Any = None,
-        v_a: Any = None,
-        W_p: Any = None,
-        v_p: Any = None,
+        W: ArrayLike | None = None,
+        W1: ArrayLike | None = None,
+        W2: ArrayLike | None = None,
+        v_a: ArrayLike | None = None,
+        W_p: ArrayLike | None = None,
+        v_p: ArrayLike | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
