@@ -23,34 +23,39 @@ Differences, on purpose:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import numpy as np
 
-from attnwidget._arrays import as_layer_stack, as_token_list, describe_input
+from attnwidget._arrays import AttentionLike, as_layer_stack, as_token_list, describe_input
 from attnwidget.views.attention._shared import AttentionMatrix, AttentionSet, make_matrix
 from attnwidget.views.attention.head_view import HeadView
 from attnwidget.views.attention.model_view import ModelView
 
+if TYPE_CHECKING:
+    from IPython.display import HTML
+
 HTML_ACTIONS = ("view", "return")
+HtmlAction = Literal["view", "return"]
+ViewT = TypeVar("ViewT", HeadView, ModelView)
 DISPLAY_MODES = ("dark", "light", "auto")
 
 
 def head_view(
-    attention: Any = None,
+    attention: AttentionLike | None = None,
     tokens: Sequence[str] | None = None,
     sentence_b_start: int | None = None,
     prettify_tokens: bool = True,
     layer: int | None = None,
     heads: Sequence[int] | None = None,
-    encoder_attention: Any = None,
-    decoder_attention: Any = None,
-    cross_attention: Any = None,
+    encoder_attention: AttentionLike | None = None,
+    decoder_attention: AttentionLike | None = None,
+    cross_attention: AttentionLike | None = None,
     encoder_tokens: Sequence[str] | None = None,
     decoder_tokens: Sequence[str] | None = None,
     include_layers: Sequence[int] | None = None,
-    html_action: str = "view",
-) -> Any:
+    html_action: HtmlAction = "view",
+) -> HeadView | HTML:
     """bertviz's ``head_view``, as an attnwidget :class:`HeadView`.
 
     Args:
@@ -94,20 +99,20 @@ def head_view(
 
 
 def model_view(
-    attention: Any = None,
+    attention: AttentionLike | None = None,
     tokens: Sequence[str] | None = None,
     sentence_b_start: int | None = None,
     prettify_tokens: bool = True,
-    display_mode: str = "auto",
-    encoder_attention: Any = None,
-    decoder_attention: Any = None,
-    cross_attention: Any = None,
+    display_mode: Literal["auto", "dark", "light"] = "auto",
+    encoder_attention: AttentionLike | None = None,
+    decoder_attention: AttentionLike | None = None,
+    cross_attention: AttentionLike | None = None,
     encoder_tokens: Sequence[str] | None = None,
     decoder_tokens: Sequence[str] | None = None,
     include_layers: Sequence[int] | None = None,
     include_heads: Sequence[int] | None = None,
-    html_action: str = "view",
-) -> Any:
+    html_action: HtmlAction = "view",
+) -> ModelView | HTML:
     """bertviz's ``model_view``, as an attnwidget :class:`ModelView`.
 
     Arguments as for :func:`head_view`, plus:
@@ -307,7 +312,7 @@ class _CompatModelView(_ShownOncePerCell, ModelView):
     pass
 
 
-def _finish(view: HeadView | ModelView, html_action: str) -> Any:
+def _finish(view: ViewT, html_action: str) -> ViewT | HTML:
     if html_action == "return":
         from IPython.display import HTML
 
