@@ -66,31 +66,6 @@ def rename_keywords(
     return moved
 
 
-def renamed_argument(
-    owner: str,
-    kwargs: dict[str, Any],
-    old: str,
-    new: str,
-    value: Any,
-    *,
-    unset: Any = None,
-    stacklevel: int = 4,
-) -> Any:
-    """The value of parameter ``new``: ``value``, or its old name's, popped from ``kwargs``.
-
-    For a constructor that passes its other ``**kwargs`` on (a widget's
-    traits), where :func:`check_keywords` cannot wrap the signature.
-    ``unset`` is ``new``'s default; the old name warns once, and both names at
-    once raise :class:`TypeError`.
-    """
-    if old not in kwargs:
-        return value
-    if value is not unset:
-        raise TypeError(f"{owner}() got both {new}= and its old name {old}=; pass {new}= only.")
-    warn_renamed(owner, f"{old}=", f"{new}=", stacklevel=stacklevel)
-    return kwargs.pop(old)
-
-
 def check_keywords(renamed: Mapping[str, str] | None = None) -> Callable[[F], F]:
     """Decorator: refuse unknown keywords with a "did you mean", accept ``renamed`` old names.
 

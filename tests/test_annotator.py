@@ -231,12 +231,12 @@ def test_bad_store_annotator_and_options(path: Path) -> None:
 def test_examples_is_the_name_and_items_still_works_with_a_warning(tmp_path: Path) -> None:
     """``examples`` as in evaluate(); ``items=`` warns (at the caller) and gives the same."""
     new = Annotator(examples=TEXTS, store=tmp_path / "a.sqlite", annotator="ana")
-    with pytest.warns(DeprecationWarning, match="use examples= instead") as record:
+    with pytest.warns(DeprecationWarning, match="items= is deprecated.*use examples=") as record:
         old = Annotator(items=TEXTS, store=tmp_path / "b.sqlite", annotator="ana")
     assert [w.filename for w in record if w.category is DeprecationWarning] == [__file__]
     assert [(i.id, i.text) for i in old._items] == [(i.id, i.text) for i in new._items]
     assert (old.count, old.item, old.progress) == (new.count, new.item, new.progress)
-    with pytest.raises(TypeError, match="got both examples= and its old name items="):
+    with pytest.raises(TypeError, match=r"give examples= only \(items= is its deprecated name\)"):
         Annotator(TEXTS, items=TEXTS, store=tmp_path / "c.sqlite", annotator="ana")
     with pytest.raises(TypeError, match="needs the examples to annotate"):
         Annotator(store=tmp_path / "c.sqlite", annotator="ana")

@@ -107,6 +107,22 @@ def test_targets_and_method_picker() -> None:
     assert explorer.views["saliency"].selected_token == 3
 
 
+def test_flow_method_names_the_flow_views_start_and_method_still_works() -> None:
+    """``flow_method`` beside ``methods``; the old ``method=`` warns and gives the same."""
+    model, tokenizer = encoder()
+    new = Explorer(model, tokenizer, "the keys to the cabinet", flow_method="raw")
+    assert new.views["flow"].method == "raw" and new.method_picker.value == "raw"
+    warned = "method= is deprecated.*use flow_method="
+    with pytest.warns(DeprecationWarning, match=warned) as record:
+        old = Explorer(model, tokenizer, "the keys to the cabinet", method="raw")
+    assert [w.filename for w in record if w.category is DeprecationWarning] == [__file__]
+    assert old.views["flow"].method == "raw" and old.method_picker.value == "raw"
+    assert old.method_picker.options == new.method_picker.options
+    with pytest.raises(TypeError, match=r"give flow_method= only \(method= is its deprecated"):
+        Explorer(model, tokenizer, "the keys", flow_method="raw", method="raw")
+    assert Explorer(model, tokenizer, "the keys").views["flow"].method == "rollout"
+
+
 def test_language_model_targets_are_likely_tokens() -> None:
     model, tokenizer = causal()
     explorer = Explorer(model, tokenizer, "the keys to the cabinet")

@@ -110,6 +110,18 @@ def test_misspelt_keywords_are_refused_with_a_hint() -> None:
         attnwidget.Explorer(model, processor, imag=_image())
 
 
+def test_flow_method_is_the_flow_views_start_and_method_still_works() -> None:
+    model, processor = build_vision("vit")
+    new = attnwidget.Explorer(model, processor, _image(), flow_method="raw")
+    assert new.views["flow"].method == "raw" and new.method_picker.value == "raw"
+    warned = "ImageExplorer: the keyword method= is deprecated.*use flow_method="
+    with pytest.warns(DeprecationWarning, match=warned):
+        old = ImageExplorer(model, processor, _image(), method="raw")
+    assert old.views["flow"].method == "raw" and old.method_picker.value == "raw"
+    with pytest.raises(TypeError, match=r"give flow_method= only \(method= is its deprecated"):
+        ImageExplorer(model, processor, _image(), flow_method="raw", method="raw")
+
+
 def test_the_paths_picker_and_the_flow_view_follow_each_other() -> None:
     model, processor = build_vision("vit")
     explorer = attnwidget.Explorer(model, processor, _image())

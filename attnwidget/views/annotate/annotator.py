@@ -64,7 +64,6 @@ from typing import Any
 
 import traitlets
 
-from attnwidget._keywords import renamed_argument
 from attnwidget.annotations import Annotation, Item, Store
 from attnwidget.annotations import validate as _validate
 from attnwidget.errors import InputError
@@ -81,6 +80,7 @@ from attnwidget.views.annotate._model import ModelSide
 from attnwidget.views.annotate._traits import AnnotatorTraits
 from attnwidget.views.core.base import RecordedReply
 from attnwidget.views.core.buffers import encode_float32
+from attnwidget.views.core.selection import renamed_keyword
 
 log = logging.getLogger(__name__)
 
@@ -155,7 +155,7 @@ class Annotator(AnnotatorTraits):
         show_scores: bool = False,
         **kwargs: Any,
     ) -> None:
-        examples = renamed_argument("Annotator", kwargs, "items", "examples", examples)
+        examples = renamed_keyword(kwargs, "items", "examples", "Annotator", examples)
         if examples is None:
             raise TypeError(
                 "Annotator() needs the examples to annotate: Annotator(examples, store=..., "

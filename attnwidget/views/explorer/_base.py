@@ -103,7 +103,7 @@ class ExplorerBase(OnDemand, widgets.VBox):
         *,
         inputs: list[widgets.Widget],
         controls: list[widgets.Widget],
-        method: str,
+        flow_method: str,
         target: Any,
         kwargs: dict[str, Any],
     ) -> None:
@@ -113,7 +113,7 @@ class ExplorerBase(OnDemand, widgets.VBox):
         self._explanation: Explanation | None = None
         self._error = ""
         self._busy = False  # guards observers while the controls are set from here
-        self._flow_method = method
+        self._flow_method = flow_method
         self._lock = threading.RLock()  # the shown explanation and the views
         self._generation = 0  # bumps with every new input shown: a job's result for an
         # older one is not shown (the job runs again for the new input)
@@ -124,7 +124,9 @@ class ExplorerBase(OnDemand, widgets.VBox):
         self.target_picker = widgets.Dropdown(
             description="Target:", options=self._targets(None, target)
         )
-        self.method_picker = widgets.Dropdown(description="Paths:", options=[method], value=method)
+        self.method_picker = widgets.Dropdown(
+            description="Paths:", options=[flow_method], value=flow_method
+        )
         self.status = widgets.Label(value="")
         self.status.add_class("attnw-explorer-status")
         self.tabs = widgets.Tab()

@@ -36,6 +36,7 @@ from attnwidget.capture.tokens import token_label
 from attnwidget.errors import InputError
 from attnwidget.results.explanation import Explanation
 from attnwidget.views.core.format import format_number
+from attnwidget.views.core.selection import renamed_keyword
 from attnwidget.views.explorer._base import (
     _PREDICTED_VALUE,
     ERROR_COLOR,
@@ -59,7 +60,7 @@ _PARAMETERS = [
     "on_demand",
     "method_options",
     "target",
-    "method",
+    "flow_method",
     "max_length",
     "truncation",
     "pooling",
@@ -89,7 +90,9 @@ class Explorer(ExplorerBase):
             refused).
         target: the initial target (label name or index for classifiers, token
             string or id for language models); None = the prediction.
-        method: the FlowView's initial method.
+        flow_method: the FlowView's initial method (default "rollout"); the
+            ``methods`` are what is computed. Named ``method`` before (still
+            accepted for one release, with a DeprecationWarning).
         max_length: the most tokens (special tokens included) a text may have;
             default: what the model accepts (its position embeddings). Above
             the model's own limit is refused.
@@ -135,12 +138,13 @@ class Explorer(ExplorerBase):
         on_demand: Sequence[str] | None = None,
         method_options: dict[str, dict[str, Any]] | None = None,
         target: Any = None,
-        method: str = "rollout",
+        flow_method: str | None = None,
         max_length: int | None = None,
         truncation: bool = False,
         pooling: str | None = None,
         **kwargs: Any,
     ) -> None:
+        flow_method = renamed_keyword(kwargs, "method", "flow_method", "Explorer", flow_method)
         check_keywords("Explorer", kwargs, _PARAMETERS)
         if not isinstance(text, str):
             raise TypeError(f"text must be a string, got {type(text).__name__}.")
@@ -195,7 +199,7 @@ class Explorer(ExplorerBase):
             tokenizer,
             inputs=inputs,
             controls=[self.run_button],
-            method=method,
+            flow_method=flow_method or "rollout",
             target=None if self._bare else target,
             kwargs=kwargs,
         )

@@ -27,6 +27,7 @@ from attnwidget.errors import InputError
 from attnwidget.pipeline.explain import DEFAULT_METHODS
 from attnwidget.results.explanation import Explanation
 from attnwidget.views.core.format import format_number
+from attnwidget.views.core.selection import renamed_keyword
 from attnwidget.views.explorer._base import ERROR_COLOR, PREDICTED, ExplorerBase, check_keywords
 
 __all__ = ["DEFAULT_IMAGE_METHODS", "ERROR_COLOR", "PREDICTED", "ImageExplorer"]
@@ -42,7 +43,7 @@ _PARAMETERS = [
     "on_demand",
     "method_options",
     "target",
-    "method",
+    "flow_method",
 ]
 
 
@@ -62,7 +63,9 @@ class ImageExplorer(ExplorerBase):
             integrated_gradients, blank_out).
         method_options: per-method options, as for :func:`attnwidget.explain`.
         target: the initial target (label name or index); None = the prediction.
-        method: the FlowView's initial method.
+        flow_method: the FlowView's initial method (default "rollout"); the
+            ``methods`` are what is computed. Named ``method`` before (still
+            accepted for one release, with a DeprecationWarning).
 
     Attributes:
         upload, target_picker, method_picker, method_buttons, status,
@@ -89,9 +92,10 @@ class ImageExplorer(ExplorerBase):
         on_demand: Sequence[str] | None = None,
         method_options: dict[str, dict[str, Any]] | None = None,
         target: Any = None,
-        method: str = "rollout",
+        flow_method: str | None = None,
         **kwargs: Any,
     ) -> None:
+        flow_method = renamed_keyword(kwargs, "method", "flow_method", "ImageExplorer", flow_method)
         check_keywords("ImageExplorer", kwargs, _PARAMETERS)
         check_image_model(model)
         self._model = model
@@ -103,7 +107,7 @@ class ImageExplorer(ExplorerBase):
             processor,
             inputs=[],
             controls=[self.upload],
-            method=method,
+            flow_method=flow_method or "rollout",
             target=target,
             kwargs=kwargs,
         )
