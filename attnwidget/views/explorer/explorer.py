@@ -25,12 +25,13 @@ says so.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import ipywidgets as widgets
 import numpy as np
 
 from attnwidget.capture.kinds import ENCODER, IMAGE, is_bare_encoder, model_kind
+from attnwidget.capture.targets import Target
 from attnwidget.capture.tokens import max_length as model_max_length
 from attnwidget.capture.tokens import token_label
 from attnwidget.errors import InputError
@@ -137,11 +138,11 @@ class Explorer(ExplorerBase):
         methods: Sequence[str] | None = None,
         on_demand: Sequence[str] | None = None,
         method_options: dict[str, dict[str, Any]] | None = None,
-        target: Any = None,
+        target: Target = None,
         flow_method: str | None = None,
         max_length: int | None = None,
         truncation: bool = False,
-        pooling: str | None = None,
+        pooling: Literal["mean", "cls"] | None = None,
         **kwargs: Any,
     ) -> None:
         flow_method = renamed_keyword(kwargs, "method", "flow_method", "Explorer", flow_method)
