@@ -75,7 +75,7 @@ def _image() -> Any:
         methods=["rollout", "chefer2021", "grad_attention", "integrated_gradients"],
         method_options={"chefer2021": {"start_layer": 1}},
     )
-    return attnwidget.ImageView(exp, method="chefer2021", opacity=0.6)
+    return attnwidget.ImageView(exp, selected_method="chefer2021", opacity=0.6)
 
 
 #: name → (how to build the view, the CSS selector of its root once drawn).

@@ -128,7 +128,7 @@ def test_clicks_hover_and_python_changes_round_trip(
     assert tip.text_content() == f"patch (2, 1)\npositive {format_number(score)}"
 
     # Python picks another method -> the page redraws: attribute, legend, pixels.
-    view.method = "signed_demo"
+    view.selected_method = "signed_demo"
     wait_data(page, method="signed_demo", state="ready")
     top = float(np.abs(exp.patch_scores("signed_demo")).max())
     legend = page.locator(f"{ROOT} .attnw-image-legend .attnw-range")
@@ -139,10 +139,10 @@ def test_clicks_hover_and_python_changes_round_trip(
         "signed_demo"
     )
     page.locator(f'{ROOT} .attnw-image-thumb[data-method="positive"]').click()
-    wait_until(lambda: view.method == "positive")
+    wait_until(lambda: view.selected_method == "positive")
 
     # The selected patch's attention at a layer and head set from Python.
-    view.method, view.layer, view.head = "query_attention", 0, 1
+    view.selected_method, view.layer, view.head = "query_attention", 0, 1
     wait_data(page, method="query_attention", layer="0", head="1", state="ready")
     assert legend.text_content() == query_range_text(view)
     value = half(view.query_map())[2, 1]
@@ -161,7 +161,7 @@ def test_clicks_hover_and_python_changes_round_trip(
     page.locator(f"{ROOT} select.attnw-head").select_option("-1")
     wait_until(lambda: view.head == -1)
     page.locator(f"{ROOT} select.attnw-image-method").select_option("query_rollout")
-    wait_until(lambda: view.method == "query_rollout")
+    wait_until(lambda: view.selected_method == "query_rollout")
     wait_data(page, method="query_rollout", state="ready")
     page.locator(f"{ROOT} input.attnw-opacity").fill("0.2")
     wait_until(lambda: abs(view.opacity - 0.2) < 1e-9)
@@ -176,7 +176,7 @@ def test_layers_beyond_the_state_come_from_the_kernel(
 ) -> None:
     exp = made_explanation(4, 4, layers=3, heads=2, seed=3)
     monkeypatch.setattr(image_module, "PRELOAD_BYTES", 0)  # nothing preloaded
-    view = ImageView(exp, method="query_attention", head=0, selected_patch=1 * 4 + 1)
+    view = ImageView(exp, selected_method="query_attention", head=0, selected_patch=1 * 4 + 1)
     assert view.preload_index == []
     display(view)
     page = page_session
@@ -259,7 +259,7 @@ def test_saved_page_draws_answers_and_downloads_offline(
     page.locator(f"{ROOT} select.attnw-head").select_option("1")
     page.locator(f"{ROOT} select.attnw-layer").select_option("0")
     wait_data(page, method="query_attention", layer="0", head="1", state="ready")
-    view.method, view.layer, view.head, view.selected_patch = "query_attention", 0, 1, 1
+    view.selected_method, view.layer, view.head, view.selected_patch = "query_attention", 0, 1, 1
     legend = page.locator(f"{ROOT} .attnw-image-legend .attnw-range")
     assert legend.text_content() == query_range_text(view)
 
@@ -284,7 +284,7 @@ def test_a_saved_page_says_which_layers_it_left_out(
     tmp_path: Path, open_page: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(image_module, "PRELOAD_BYTES", 0)
-    view = ImageView(made_explanation(3, 4, layers=2, heads=2), method="query_rollout")
+    view = ImageView(made_explanation(3, 4, layers=2, heads=2), selected_method="query_rollout")
     path = tmp_path / "partial.html"
     view.to_html(path, embed_bytes=13 * 12 * 2)  # one rollout layer: the shown one
     watch = open_page(path)

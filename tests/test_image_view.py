@@ -86,7 +86,7 @@ def test_traits_describe_the_explanation(vit: Explanation) -> None:
     assert all(view.summaries)
     assert (view.num_layers, view.num_heads) == (2, 4)
     # Defaults: the first method, the last layer, the mean over heads, nothing selected.
-    assert (view.method, view.layer, view.head, view.selected_patch) == ("raw", 1, -1, -1)
+    assert (view.selected_method, view.layer, view.head, view.selected_patch) == ("raw", 1, -1, -1)
     assert view.opacity == 0.5 and view.selection is None
     assert view.explanation is vit
     assert "ImageView(grid=8x8" in repr(view)
@@ -158,22 +158,24 @@ def test_preload_holds_the_patch_attention_and_rollout_rows(vit: Explanation) ->
 
 
 def test_query_map_is_what_the_page_draws(vit: Explanation) -> None:
-    view = ImageView(vit, method="query_attention", layer=0, head=2, selected_patch=1 * 8 + 3)
+    view = ImageView(
+        vit, selected_method="query_attention", layer=0, head=2, selected_patch=1 * 8 + 3
+    )
     token = 1 + 1 * 8 + 3
     np.testing.assert_allclose(view.query_map(), vit.attentions[0, 2, token, 1:].reshape(8, 8))
     view.head = -1
     mean = vit.attentions[0, :, token, 1:].mean(0).reshape(8, 8)
     np.testing.assert_allclose(view.query_map(), mean, rtol=1e-6)
-    view.method, view.selected_patch = "query_rollout", -1
+    view.selected_method, view.selected_patch = "query_rollout", -1
     np.testing.assert_allclose(view.query_map(), rollout(vit.attentions)[0, 0, 1:].reshape(8, 8))
-    view.method = "rollout"
+    view.selected_method = "rollout"
     np.testing.assert_array_equal(view.query_map(), vit.patch_scores("rollout"))
 
 
 def test_rollout_maps_use_the_explanations_rollout_options() -> None:
     exp = tiny_explanation("deit", methods=["rollout"])
     exp.method_options["rollout"] = {**exp.method_options["rollout"], "head_fusion": "max"}
-    view = ImageView(exp, method="query_rollout", layer=1)
+    view = ImageView(exp, selected_method="query_rollout", layer=1)
     rows, columns = query_rows(exp)
     want = rollout(exp.attentions, head_fusion="max")[1][rows][:, columns]
     np.testing.assert_allclose(preloaded(view)["rollout", 1][0], want, rtol=HALF_RTOL, atol=1e-7)
@@ -265,7 +267,7 @@ def vit_base_explanation() -> Explanation:
 def test_vit_base_sizes_stay_within_the_message_limits(monkeypatch: pytest.MonkeyPatch) -> None:
     exp = vit_base_explanation()
     # Opening on the clicked patch's attention: the shown layer's maps come first.
-    query_view = ImageView(exp, method="query_attention")
+    query_view = ImageView(exp, selected_method="query_attention")
     held = {(e["map"], e["layer"]) for e in query_view.preload_index}
     assert ("attention", 11) in held and ("rollout", 11) in held
     assert len(held) < 24  # 12 MB of maps: the rest comes on request
@@ -273,7 +275,7 @@ def test_vit_base_sizes_stay_within_the_message_limits(monkeypatch: pytest.Monke
     # click, so the state holds only what fits the smaller budget, and the
     # 0.9 MB attention layer comes with the first click.
     view = ImageView(exp)
-    assert view.method in exp.scores
+    assert view.selected_method in exp.scores
     held = {(e["map"], e["layer"]) for e in view.preload_index}
     assert held == {("rollout", 11)}
     assert len(bytes(view.preload)) <= image_module.SCORE_VIEW_PRELOAD_BYTES < 12 * 197 * 196 * 2
@@ -345,15 +347,15 @@ def test_a_text_explanation_is_refused_with_the_fix() -> None:
 
 
 def test_unknown_methods_are_refused(vit: Explanation) -> None:
-    with pytest.raises(UnknownMethodError, match=r"method='lrp' is not shown in this view"):
-        ImageView(vit, method="lrp")
+    with pytest.raises(UnknownMethodError, match=r"selected_method='lrp' is not shown in this"):
+        ImageView(vit, selected_method="lrp")
     with pytest.raises(UnknownMethodError, match="no scores for method"):
         ImageView(vit, methods=["raw", "flow"])
     view = ImageView(vit, methods=["raw"])
     with pytest.raises(traitlets.TraitError, match=r"'rollout' is not shown.*'query_attention'"):
-        view.method = "rollout"
-    view.method = "query_rollout"
-    assert view.method == "query_rollout"
+        view.selected_method = "rollout"
+    view.selected_method = "query_rollout"
+    assert view.selected_method == "query_rollout"
 
 
 def test_a_score_named_like_a_query_map_is_refused() -> None:
@@ -395,6 +397,28 @@ def test_the_old_row_col_form_of_selected_patch_warns_and_still_works() -> None:
             view.selected_patch = bad
     with pytest.warns(DeprecationWarning):
         assert ImageView(made_explanation(3, 4), selected_patch=(1, 2)).selected_patch == 6
+
+
+def test_selected_method_is_the_name_and_method_still_works_with_a_warning() -> None:
+    """The map drawn is ``selected_method`` (beside ``methods``, like ``selected_patch``);
+    ``method=`` and ``view.method`` warn, at the caller, and do the same."""
+    exp = made_explanation(3, 4, layers=2, heads=2)
+    new = ImageView(exp, selected_method="query_rollout", layer=0)
+    with pytest.warns(DeprecationWarning, match="method= is deprecated.*use selected_method=") as w:
+        old = ImageView(exp, method="query_rollout", layer=0)
+    assert [r.filename for r in w if r.category is DeprecationWarning] == [__file__]
+    assert old.selected_method == new.selected_method == "query_rollout"
+    assert np.array_equal(old.query_map(), new.query_map())
+    assert old.get_state(["selected_method"]) == {"selected_method": "query_rollout"}
+    with pytest.warns(DeprecationWarning, match=r"\.method is deprecated.*use \.selected_method"):
+        assert old.method == "query_rollout"
+    with pytest.warns(DeprecationWarning, match=r"\.method is deprecated"):
+        old.method = "signed_demo"
+    assert old.selected_method == "signed_demo"
+    assert np.array_equal(old.query_map(), exp.patch_scores("signed_demo"))
+    with pytest.raises(TypeError, match=r"give selected_method= only"):
+        ImageView(exp, selected_method="raw", method="raw")
+    assert "method" not in ImageView.class_trait_names(sync=True)
 
 
 def test_bad_opacity_layer_and_head_are_refused() -> None:
@@ -451,7 +475,7 @@ def test_an_explanation_without_scores_shows_the_query_maps() -> None:
     exp.scores = {}
     view = ImageView(exp)
     assert view.methods == [] and view.shape == [0, 3, 4]
-    assert view.method == "query_attention"
+    assert view.selected_method == "query_attention"
 
 
 def test_views_are_exported_lazily() -> None:

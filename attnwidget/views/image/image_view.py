@@ -6,45 +6,45 @@ traits). m methods, a (rows, cols) patch grid of P patches, L layers, H heads;
 the query maps and their chunks are described in
 :mod:`attnwidget.views.image._wire`:
 
-==================  ===========  ==============================================
-trait               type         meaning
-==================  ===========  ==============================================
-``_view``           str          ``"image"``: the JS view that renders it
-``image``           bytes        the image as PNG (RGB; downscaled to at most
-                                 1024 pixels on its longer side)
-``image_size``      list[int]    ``[height, width]`` of that PNG
-``grid``            list[int]    ``[rows, cols]``: the patch grid
-``patch_size``      int          patch side in pixels of the model's input
-``labels``          list[str]    P patch token names, row-major (text, never
-                                 HTML)
-``special_tokens``  list[str]    names of the special tokens (CLS, ...)
-``query_token``     str          name of the explanation's query token: the
-                                 query of the maps while no patch is selected
-``target``          str          the explained target ("" if none)
-``methods``         list[str]    m score methods, one map each
-``summaries``       list[str]    m one-line method descriptions ("" if none)
-``signed``          list[bool]   m flags: True -> diverging colours centred at 0
-``scores``          bytes        float32 little-endian C order (m, rows, cols)
-``shape``           list[int]    ``[m, rows, cols]``
-``num_layers``      int          L
-``num_heads``       int          H
-``preload``         bytes        float16 chunks of the query maps (see
-                                 ``_image_wire``), as many whole layers as fit
-``preload_index``   list[dict]   per chunk: ``map``, ``layer``, ``heads``,
-                                 ``rows``, ``offset``, ``nbytes``
-``method``          str          the map drawn: a score method, or
-                                 ``"query_attention"`` / ``"query_rollout"``
-                                 (the query's row at ``layer``) (synced)
-``layer``           int          layer of the query maps, 0..L-1 (synced)
-``head``            int          head of ``"query_attention"``, -1: mean over
-                                 heads (synced)
-``selected_patch``  int          the selected patch's row-major index
-                                 ``row * cols + col`` (the query of the query
-                                 maps), -1 for none; set by clicks in the page
-                                 and from Python
-``opacity``         float        opacity of the map over the image, 0..1
-                                 (synced with the page's slider)
-==================  ===========  ==============================================
+===================  ===========  ==============================================
+trait                type         meaning
+===================  ===========  ==============================================
+``_view``            str          ``"image"``: the JS view that renders it
+``image``            bytes        the image as PNG (RGB; downscaled to at most
+                                  1024 pixels on its longer side)
+``image_size``       list[int]    ``[height, width]`` of that PNG
+``grid``             list[int]    ``[rows, cols]``: the patch grid
+``patch_size``       int          patch side in pixels of the model's input
+``labels``           list[str]    P patch token names, row-major (text, never
+                                  HTML)
+``special_tokens``   list[str]    names of the special tokens (CLS, ...)
+``query_token``      str          name of the explanation's query token: the
+                                  query of the maps while no patch is selected
+``target``           str          the explained target ("" if none)
+``methods``          list[str]    m score methods, one map each
+``summaries``        list[str]    m one-line method descriptions ("" if none)
+``signed``           list[bool]   m flags: True -> diverging colours centred at 0
+``scores``           bytes        float32 little-endian C order (m, rows, cols)
+``shape``            list[int]    ``[m, rows, cols]``
+``num_layers``       int          L
+``num_heads``        int          H
+``preload``          bytes        float16 chunks of the query maps (see
+                                  ``_image_wire``), as many whole layers as fit
+``preload_index``    list[dict]   per chunk: ``map``, ``layer``, ``heads``,
+                                  ``rows``, ``offset``, ``nbytes``
+``selected_method``  str          the map drawn: a score method, or
+                                  ``"query_attention"`` / ``"query_rollout"``
+                                  (the query's row at ``layer``) (synced)
+``layer``            int          layer of the query maps, 0..L-1 (synced)
+``head``             int          head of ``"query_attention"``, -1: mean over
+                                  heads (synced)
+``selected_patch``   int          the selected patch's row-major index
+                                  ``row * cols + col`` (the query of the query
+                                  maps), -1 for none; set by clicks in the page
+                                  and from Python
+``opacity``          float        opacity of the map over the image, 0..1
+                                  (synced with the page's slider)
+===================  ===========  ==============================================
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ from attnwidget.results.explanation import Explanation
 from attnwidget.views.core.attention_data import EXPORT_BYTES
 from attnwidget.views.core.base import RecordedReply, _AttnWidget
 from attnwidget.views.core.buffers import decode_float32, encode_float32
-from attnwidget.views.core.selection import NONE
+from attnwidget.views.core.selection import NONE, renamed_keyword, renamed_trait
 from attnwidget.views.image._patch import PatchIndex, patch_of
 from attnwidget.views.image._wire import (
     PRELOAD_BYTES,
@@ -78,7 +78,7 @@ from attnwidget.views.saliency.saliency_view import _choose_methods, _is_signed,
 
 log = logging.getLogger(__name__)
 
-#: The query maps :attr:`ImageView.method` may name besides the score methods.
+#: The query maps :attr:`ImageView.selected_method` may name besides the score methods.
 QUERY_ATTENTION = "query_attention"
 QUERY_ROLLOUT = "query_rollout"
 QUERY_MODES = (QUERY_ATTENTION, QUERY_ROLLOUT)
@@ -112,7 +112,9 @@ class ImageView(_AttnWidget):
             ``attnwidget.explain(model, processor, image)``).
         methods: the score methods to show, in order (default: every method
             whose scores the explanation holds).
-        method: the map shown first (default: the first method).
+        selected_method: the map shown first (default: the first method). Named
+            ``method`` before (still accepted for one release, with a
+            DeprecationWarning, as is the attribute ``view.method``).
         layer: the layer of the query maps (default: the last; negative
             counts from the end).
         head: the head of ``"query_attention"`` (default -1: mean over heads).
@@ -127,7 +129,7 @@ class ImageView(_AttnWidget):
         view                      # displays in Jupyter; click a patch, then
         view.selected_patch       # index of the clicked patch (-1 for none)
         view.selection            # {"patch", "index", "label", "scores"}
-        view.method = "query_attention"; view.layer = 3; view.head = 0
+        view.selected_method = "query_attention"; view.layer = 3; view.head = 0
     """
 
     _view = traitlets.Unicode("image").tag(sync=True)
@@ -150,8 +152,9 @@ class ImageView(_AttnWidget):
     preload = traitlets.Bytes(b"", read_only=True).tag(sync=True)
     preload_index = traitlets.List(traitlets.Dict(), read_only=True).tag(sync=True)
 
-    method = traitlets.Unicode("").tag(sync=True)
+    selected_method = traitlets.Unicode("").tag(sync=True)
     """The map drawn: a score method, "query_attention" or "query_rollout"."""
+    method = renamed_trait("method", "selected_method")
 
     layer = traitlets.Int(0).tag(sync=True)
     """Layer of the query maps (0..num_layers-1; negative counts from the end)."""
@@ -170,13 +173,16 @@ class ImageView(_AttnWidget):
         explanation: Explanation,
         *,
         methods: str | Sequence[str] | None = None,
-        method: str | None = None,
+        selected_method: str | None = None,
         layer: int | None = None,
         head: int = -1,
         selected_patch: int | Sequence[int] | None = NONE,
         opacity: float = 0.5,
         **kwargs: Any,
     ) -> None:
+        selected_method = renamed_keyword(
+            kwargs, "method", "selected_method", "ImageView", selected_method
+        )
         super().__init__(**kwargs)
         self._explanation = _check_image(explanation)
         # No scores at all (attention only): the query maps are still there to show.
@@ -187,8 +193,8 @@ class ImageView(_AttnWidget):
                 f"a score method is named {clash[0]!r}, which ImageView uses for the clicked "
                 "patch's map; rename those scores in the explanation."
             )
-        if method is not None and method not in (*names, *QUERY_MODES):
-            raise UnknownMethodError(_unknown_method(method, names))
+        if selected_method is not None and selected_method not in (*names, *QUERY_MODES):
+            raise UnknownMethodError(_unknown_method(selected_method, names))
         self._maps = QueryMaps(explanation)
         layers = self._maps.layers
         shown = layers - 1 if layer is None else _layer_index(layer, layers)
@@ -201,7 +207,7 @@ class ImageView(_AttnWidget):
         pixels = display_image(image)
         png = encode_png(pixels)
         special = [str(explanation.tokens[i]) for i in explanation.special_tokens]
-        opening = method if method is not None else (names[0] if names else QUERY_ATTENTION)
+        opening = selected_method or (names[0] if names else QUERY_ATTENTION)
         # A view opening on a score map draws no patch-to-patch map until a
         # click, so its state carries a smaller share of them: the saved or
         # first-sent state is what the page parses before its first frame.
@@ -232,7 +238,7 @@ class ImageView(_AttnWidget):
             self.set_trait("num_heads", self._maps.heads)
             self.set_trait("preload", self._preloaded[0])
             self.set_trait("preload_index", self._preloaded[1])
-            self.method = opening
+            self.selected_method = opening
             self.layer = shown
             self.head = head
             self.selected_patch = NONE if selected_patch is None else selected_patch
@@ -250,12 +256,12 @@ class ImageView(_AttnWidget):
         return decode_float32(self.scores, self.shape)
 
     def query_map(self, layer: int | None = None, head: int | None = None) -> np.ndarray:
-        """float32 (rows, cols): the map ``self.method`` draws for the selected patch (or
+        """float32 (rows, cols): the map ``self.selected_method`` draws for the selected patch (or
         the explanation's query), as the page computes it from the float32 maps
         (the page's own values are float16 on the wire)."""
-        name = _MODE_MAPS.get(self.method)
+        name = _MODE_MAPS.get(self.selected_method)
         if name is None:
-            return self.score_matrix()[self.methods.index(self.method)]
+            return self.score_matrix()[self.methods.index(self.selected_method)]
         layer = self.layer if layer is None else _layer_index(layer, self.num_layers)
         head = self.head if head is None else head
         values = self._maps.layer(name, layer)
@@ -283,7 +289,7 @@ class ImageView(_AttnWidget):
 
     # -- validation -----------------------------------------------------------
 
-    @traitlets.validate("method")
+    @traitlets.validate("selected_method")
     def _validate_method(self, proposal: dict[str, Any]) -> str:
         value = proposal["value"]
         if value in self.methods or value in QUERY_MODES:
@@ -367,7 +373,8 @@ class ImageView(_AttnWidget):
     def __repr__(self) -> str:
         rows, cols = self.grid
         return (
-            f"ImageView(grid={rows}x{cols}, methods={list(self.methods)}, method={self.method!r}, "
+            f"ImageView(grid={rows}x{cols}, methods={list(self.methods)}, "
+            f"selected_method={self.selected_method!r}, "
             f"layer={self.layer}, head={self.head}, selected_patch={self.selected_patch})"
         )
 
@@ -401,7 +408,7 @@ def _layer_index(value: Any, layers: int) -> int:
 def _unknown_method(value: Any, methods: Sequence[str]) -> str:
     shown = ", ".join(map(repr, [*methods, *QUERY_MODES]))
     return (
-        f"method={value!r} is not shown in this view; use one of {shown} (a score method "
+        f"selected_method={value!r} is not shown in this view; use one of {shown} (a score method "
         "must be among the view's methods: compute it with attnwidget.explain(..., "
         "methods=[...]) and pass it in methods=)."
     )

@@ -62,8 +62,8 @@ export interface ImageTraits extends BaseTraits {
   /** float16 chunks of the query maps, described by `preload_index`. */
   preload: Binary | null;
   preload_index: PreloadEntry[];
-  /** A score method or a query mode. Synced both ways. */
-  method: string;
+  /** The map drawn: a score method or a query mode. Synced both ways. */
+  selected_method: string;
   /** Layer of the query maps. Synced both ways. */
   layer: number;
   /** Head of query_attention, -1: mean over heads. Synced both ways. */

@@ -16,8 +16,9 @@
  *   requested from the kernel ({"type": "request", "map", "layer"}) or, in a
  *   saved page, from its recorded replies.
  *
- * Test hooks on the root: data-state (loading | ready | error), data-method,
- * data-layer, data-head, data-selected ("row,col" or ""), data-opacity.
+ * Test hooks on the root: data-state (loading | ready | error), data-method
+ * (the `selected_method` drawn), data-layer, data-head, data-selected
+ * ("row,col" or ""), data-opacity.
  */
 import type { AnyModel } from "@anywidget/types";
 
@@ -47,8 +48,8 @@ const NO_REPLY_TEXT =
   "layers saved with it; rerun the notebook to explore the rest.";
 /** Traits whose change rebuilds the data (the others only redraw). */
 const DATA_TRAITS = ["grid", "labels", "methods", "signed", "summaries", "scores", "shape", "num_layers", "num_heads", "preload", "preload_index"] as const;
-const NAVIGATION = "change:method change:layer change:head change:selected_patch";
-const VIEW_TRAITS = ["method", "layer", "head", "selected_patch", "opacity", "query_token", "target", "special_tokens"] as const;
+const NAVIGATION = "change:selected_method change:layer change:head change:selected_patch";
+const VIEW_TRAITS = ["selected_method", "layer", "head", "selected_patch", "opacity", "query_token", "target", "special_tokens"] as const;
 
 /** The map drawn now: values over the patches (null: still loading) and its range. */
 interface Current {
@@ -64,7 +65,7 @@ export function renderImageView({ model, el }: { model: Model; el: HTMLElement }
     attrs: { tabindex: 0, role: "group", "aria-label": "Image explanation by patch", "data-state": "loading" },
   });
   const save = (patch: Partial<Omit<ImageTraits, "_view">>): void => saveTraits(model, patch);
-  const methodPick = select("Map:", "attnw-image-method", (value) => save({ method: value }));
+  const methodPick = select("Map:", "attnw-image-method", (value) => save({ selected_method: value }));
   const layerPick = select("Layer:", "attnw-layer", (value) => save({ layer: Number(value) }));
   const headPick = select("Head:", "attnw-head", (value) => save({ head: Number(value) }));
   const opacity = h("input", {
@@ -149,7 +150,7 @@ export function renderImageView({ model, el }: { model: Model; el: HTMLElement }
 
   const shownNow = (d: Data): Shown => {
     const selected = asPatch(model.get("selected_patch"), d.rows, d.cols);
-    const method = String(model.get("method") ?? "");
+    const method = String(model.get("selected_method") ?? "");
     const label = selected ? (d.labels[selected[0] * d.cols + selected[1]] ?? "") : "";
     const queryName = selected ? patchName(selected, label) : String(model.get("query_token") ?? "the query");
     return { method, layer: model.get("layer") ?? 0, head: model.get("head") ?? -1, selected, queryName, target: String(model.get("target") ?? "") };
@@ -298,7 +299,7 @@ export function renderImageView({ model, el }: { model: Model; el: HTMLElement }
   };
   const onThumb = (event: MouseEvent): void => {
     const thumb = (event.target as Element | null)?.closest?.(".attnw-image-thumb") as HTMLElement | null;
-    if (thumb?.dataset.method) save({ method: thumb.dataset.method });
+    if (thumb?.dataset.method) save({ selected_method: thumb.dataset.method });
   };
   const onKey = (event: KeyboardEvent): void => {
     if (!data || (event.target as Element | null)?.closest?.("select, input")) return;
