@@ -53,7 +53,7 @@ def _load_page_format() -> ModuleType:
     but the standard library here, while ``import attnwidget`` would import
     torch and transformers (seconds) in a process that never uses them.
     """
-    path = ROOT / "attnwidget" / "views" / "_standalone.py"
+    path = ROOT / "attnwidget" / "views" / "core" / "standalone.py"
     spec = importlib.util.spec_from_file_location("_attnwidget_page_format", path)
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot load {path}")
