@@ -228,6 +228,13 @@ def test_refused_input_at_construction_raises() -> None:
         AttentionCalculator(q=[[1.0, float("nan")]])
 
 
+def test_arrays_of_the_wrong_rank_get_an_error_naming_the_shape() -> None:
+    with pytest.raises(InputError, match="q must be a 2-D array"):
+        AttentionCalculator(q=[1.0, 0.0, 1.0])
+    with pytest.raises(InputError, match="location scores need the keys k as a 2-D array"):
+        AttentionCalculator(q=np.ones((2, 3)), k=np.float64(1.0), score_kind="location")
+
+
 def test_page_edits_compute_once_and_nan_from_the_page_is_explained() -> None:
     calc = AttentionCalculator()
     calc.comm = RecordingComm()

@@ -21,6 +21,8 @@ from typing import Any
 import numpy as np
 import traitlets
 
+from attnwidget.errors import InputError
+
 #: The one dtype of the calculator's arrays on the wire (little-endian float64).
 WIRE = np.dtype("<f8")
 
@@ -109,7 +111,11 @@ def default_w(kind: str, n: int | None, d: int) -> np.ndarray:
     ``location`` (n, d): ones on the diagonal, so key j's score is q's j-th entry."""
     if kind != "location":
         return np.eye(d)
-    assert n is not None  # location needs k's rows (np.eye(None, d) failed before)
+    if n is None:
+        raise InputError(
+            "location scores need the keys k as a 2-D array (n keys × d), to size W (n, d); "
+            "pass k with one row per key."
+        )
     return np.eye(n, d)
 
 

@@ -228,7 +228,11 @@ class AttentionCalculator(_AttnWidget):
             self.window, self.lengths = window, lengths
             self.temperature, self.beta = temperature, beta
             given = {"W": W, "W1": W1, "W2": W2, "v_a": v_a, "W_p": W_p, "v_p": v_p}
-            assert d is not None  # the defaults need a 2-D q (np.eye(None) failed before)
+            if d is None:
+                raise InputError(
+                    "q must be a 2-D array (m queries × d), e.g. [[1.0, 0.0, 1.0]] for one "
+                    "query; the default parameters are sized from d."
+                )
             defaults = default_params(n, d)
             defaults["W"] = default_w(score_kind, n, d)
             for name, value in given.items():
