@@ -55,7 +55,10 @@ def test_lesson_2_measures_every_score_function(pages: dict[str, str]) -> None:
     rows = re.findall(r"([\w-]+): exact match (\d+)%, largest weight on the mirrored input", page)
     kinds = [kind for kind, _ in rows]
     assert kinds == ["dot", "general", "additive", "location", "scaled_dot", "cosine", "local-p"]
-    assert all(int(exact) >= 95 for _, exact in rows), rows  # the shipped models' promise
+    # The shipped models' promise. Measured here: 98-100 of the 100 (cosine and local-p
+    # 98). The weakest on 1,000 (README) is scaled_dot at 98.5 %: 1.5 ± 1.2 errors of
+    # 100 (binomial sd) against the 5 that 95 allows, 2.9 sd away.
+    assert all(int(exact) >= 95 for _, exact in rows), rows
     nonzero = re.search(r"nonzero weights per step: \[([\d ]+)\]", page)
     assert nonzero and max(floats(nonzero.group(1))) <= 5  # window 2D + 1 = 5
     assert 'data-attnwidget-view="alignment"' in page
@@ -90,6 +93,10 @@ def test_lesson_5_runs_the_lab(pages: dict[str, str]) -> None:
     )
     assert int(rows["sva-deceptive"]) < int(rows["sva-encoder"])
     adversarial = re.search(r"Adversarial attention.*?mean JSD\s+([\d.]+)", page, re.S)
-    assert adversarial and float(adversarial.group(1)) > 0.095  # beyond the seeds' spread
+    # Beyond the seeds' spread: 0.095 is the mean last-layer JSD between sva-encoder and
+    # two retrains (bench/seeds.py, README), the baseline Wiegreffe & Pinter (2019) ask an
+    # adversary to beat. Measured here: mean 0.510 over the 4 sentences (each 0.48-0.56;
+    # 0.53 on 20, README), five times the bound; ln 2 ≈ 0.693 is the ceiling.
+    assert adversarial and float(adversarial.group(1)) > 0.095
     guided = dict(re.findall(r"accuracy, (\w+) weights\s+([\d.]+)", page))
     assert float(guided["frozen"]) > float(guided["uniform"]), guided
