@@ -32,4 +32,7 @@ def settle_injected(page: Any, watch: Any) -> None:
     """
     url = page.evaluate("() => new URL('x', document.baseURI).href")
     assert page.evaluate(_SENTINEL) is True
-    watch.console_errors[:] = [e for e in watch.console_errors if url not in e]
+    # Quoted, as the message and its location name it: a bare substring would also
+    # drop the lines of a page whose own URL starts with it (".../xss.html").
+    quoted = f"'{url}'"
+    watch.console_errors[:] = [e for e in watch.console_errors if quoted not in e]

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import pytest
 import traitlets
+from browser_events import settle_injected
 
 from attnwidget.results.explanation import Explanation
 from attnwidget.views import SaliencyView
@@ -275,7 +276,7 @@ def test_exported_tokens_are_text_not_markup(tmp_path: Path, open_page: Any) -> 
     row = page.locator('.attnw-tok[data-method="rollout"]')
     row.first.wait_for()
     assert row.all_text_contents() == tokens
-    page.wait_for_timeout(300)  # let an injected handler fire (it must not)
+    settle_injected(page, watch)  # an injected handler would have fired by now (it must not)
     assert page.evaluate("window.__xss") is None
     assert page.locator("img").count() == 0
     assert page.locator("script").count() == 2  # the state block and the bundle
@@ -436,12 +437,18 @@ def test_returned_html_embeds_without_a_misplaced_csp_meta(
         path.write_text(HOST_PAGE.format(output="" if insert == "innerHTML" else output))
         watch = open_page(path)
         page = watch.page
-        if insert == "innerHTML":
+        if insert == "innerHTML" and expect_error:
+            with page.expect_console_message(
+                lambda m: "Content Security Policy" in m.text, timeout=5000
+            ):
+                page.evaluate(INSERT_LIKE_JUPYTER, output)
+        elif insert == "innerHTML":
             page.evaluate(INSERT_LIKE_JUPYTER, output)
         view = page.locator("#output .attnw").first
         view.wait_for()
         if expect_error:
-            page.wait_for_timeout(200)
+            # Parsed: logged while the page was parsed, before its load event
+            # (which open_page waited for); inserted: the message was waited for.
             assert _csp_errors(watch), "the misplaced CSP <meta> logged no error"
             continue
         assert page.evaluate("document.querySelectorAll('body meta[http-equiv]').length") == 0
@@ -525,7 +532,7 @@ def test_returned_html_in_jupyterlab_logs_no_csp_error(
             assert output.count() == 1
             output.locator(".attnw-col-left .attnw-token").nth(2).click()
             output.locator('.attnw-col-left .attnw-pinned[data-index="2"]').wait_for()
-            page.wait_for_timeout(300)
+            settle_injected(page, watch)  # a load's error event and a frame after the click
             watch.assert_clean()
 
             # The control: the complete page as the output logs the CSP error.
@@ -539,13 +546,16 @@ def test_returned_html_in_jupyterlab_logs_no_csp_error(
                 "HTML(attnwidget.HeadView(attnwidget.Explanation.from_attentions(w, tokens))"
                 ".to_html())"
             )
-            page.keyboard.press("Shift+Enter")
+            csp = "Content Security Policy"
+            with page.expect_console_message(
+                lambda m: m.type == "error" and csp in m.text, timeout=30000
+            ):
+                page.keyboard.press("Shift+Enter")
             page.wait_for_function(
                 "() => document.querySelectorAll('.jp-OutputArea-output .attnw-headview')"
                 ".length === 2",
                 timeout=30000,
             )
-            page.wait_for_timeout(300)
-            assert any("Content Security Policy" in e for e in watch.console_errors)
+            assert any(csp in e for e in watch.console_errors)
         finally:
             context.close()

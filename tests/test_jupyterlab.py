@@ -60,8 +60,16 @@ LEGIBLE = {
 
 
 def assert_legible(page: Any, theme: str) -> None:
-    # A theme switch swaps style sheets: give redraws a moment to settle.
-    page.wait_for_timeout(300)
+    # A theme switch swaps style sheets; the ModelView redraws its canvas labels
+    # (watchHostTheme) and says with which text colour: wait for that redraw.
+    page.wait_for_function(
+        """palette => {
+             const views = [...document.querySelectorAll('.jp-OutputArea-output .attnw-modelview')];
+             return views.length > 0 && views.every(v => v.dataset.palette === palette);
+           }""",
+        arg="light" if theme == "light" else "dark",
+        timeout=20000,
+    )
     for what, selector in LEGIBLE.items():
         ratio = page.evaluate(CONTRAST_JS, [selector, 18])
         assert ratio is not None, f"{theme}: no {what} found ({selector})"
