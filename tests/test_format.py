@@ -1,4 +1,4 @@
-"""attnwidget.views._format: numbers as the views show them (same rules as js/src/format.ts)."""
+"""attnwidget.views.core.format: numbers as the views show them (same rules as js/src/core/format.ts)."""
 
 from __future__ import annotations
 

@@ -58,7 +58,7 @@ EDGE_FLOOR = 1e-6
 MAX_PATH_EDGES = (MAX_MESSAGE_BYTES - 2**20) // 8
 #: Path methods whose paths do not depend on the selected node: lrp explains the
 #: target (AttnLRP's relevance of every attention weight), whichever node is
-#: selected (attnwidget.views._paths, "lrp"). tests/test_flow_view.py checks
+#: selected (attnwidget.views.flow._paths, "lrp"). tests/test_flow_view.py checks
 #: that exactly these give the same paths at every node.
 SELECTION_FREE: frozenset[str] = frozenset({"lrp"})
 #: Seconds between two progress messages.
