@@ -1,4 +1,4 @@
-"""attnwidget.views.core.format: numbers as the views show them (same rules as js/src/core/format.ts)."""
+"""attnwidget.views.core.format: numbers as the views show them (js/src/core/format.ts agrees)."""
 
 from __future__ import annotations
 
