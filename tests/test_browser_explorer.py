@@ -77,7 +77,8 @@ def test_a_method_picked_in_the_page_shows_computing_then_its_scores(
     button = page.locator(".attnw-explorer-methods button", has_text="lrp")
     with model_lock(model):  # the computation waits: the page's state can be read
         button.click()
-        wait_until(lambda: explorer.progress.startswith("Computing lrp"))  # the job waits
+        # the job waits; generous: the click crosses the browser, the server and a thread
+        wait_until(lambda: explorer.progress.startswith("Computing lrp"), timeout=30)
         assert explorer.computing == "lrp"
         page.locator(".attnw-explorer-methods button", has_text="lrp (computing…)").wait_for()
         page.locator(".attnw-explorer-progress", has_text="Computing lrp").wait_for()
