@@ -150,7 +150,7 @@ def test_jump_to_first_unannotated(path: Path) -> None:
         ("label", "meh", r"not one of this annotator's labels \['pos', 'neg'\]"),
         ("confidence", 1.5, "outside \\[0, 1\\]"),
         ("index", 7, r"use 0..3 \(4 items\)"),
-        ("method", "rollout", "not in the overlay"),
+        ("selected_method", "rollout", "not in the overlay"),
     ],
 )
 def test_bad_values_from_python_are_refused_naming_the_fix(
@@ -355,7 +355,7 @@ def test_show_scores_sends_word_scores_as_float32_bytes(path: Path, classifier) 
     )
     assert ann.methods == ["raw", "rollout", "input_x_gradient"]
     assert isinstance(ann.scores, bytes) and ann.shape == [3, 9]
-    assert ann.method == "raw" and ann.signed[2] is True
+    assert ann.selected_method == "raw" and ann.signed[2] is True
     words = decode_float32(ann.scores, ann.shape)
     exp = attnwidget.explain(model, tokenizer, text, methods=ann.methods)
     alignment = align(tokenizer, text, input_ids=exp.input_ids)
@@ -424,3 +424,24 @@ def test_the_shipped_demo_model(path: Path) -> None:
     assert ann.prediction["label"] in ann.labels
     assert ann.shape == [1, 6]
     assert np.isfinite(decode_float32(ann.scores, ann.shape)).all()
+
+
+def test_selected_method_is_the_overlay_name_and_method_still_works(path: Path, classifier) -> None:
+    """The overlay's method is ``selected_method``; ``method=`` and ``ann.method`` warn."""
+    model, tokenizer = classifier
+    options = dict(model=model, tokenizer=tokenizer, methods=["raw", "rollout"], show_scores=True)
+    new = Annotator(["a truly great film"], store=path, annotator="ana", **options)
+    new.selected_method = "rollout"
+    with pytest.warns(DeprecationWarning, match="method= is deprecated.*use selected_method=") as w:
+        old = Annotator(
+            ["a truly great film"], store=path, annotator="bo", method="rollout", **options
+        )
+    assert [r.filename for r in w if r.category is DeprecationWarning] == [__file__]
+    assert old.selected_method == new.selected_method == "rollout"
+    assert old.get_state(["selected_method"]) == {"selected_method": "rollout"}
+    with pytest.warns(DeprecationWarning, match=r"\.method is deprecated.*use \.selected_method"):
+        assert old.method == "rollout"
+    with pytest.warns(DeprecationWarning, match=r"\.method is deprecated"):
+        old.method = "raw"
+    assert old.selected_method == "raw"
+    assert "method" not in Annotator.class_trait_names(sync=True)

@@ -157,7 +157,7 @@ def test_the_views_show_it() -> None:
     model_view = attnwidget.ModelView(exp)
     model_view.matrix = "attention_norm"
     assert model_view.matrix == "attention_norm"
-    flow = attnwidget.FlowView(exp, method="attention_norm")
+    flow = attnwidget.FlowView(exp, selected_method="attention_norm")
     assert "attention_norm" in flow.methods
     assert not flow.signed[flow.methods.index("attention_norm")]
     np.testing.assert_allclose(

@@ -348,7 +348,7 @@ def test_prediction_and_score_overlay(
     page.locator(f"{ROOT} .attnw-ann-word.attnw-scored").first.wait_for()
     assert chip(page, 4).get_attribute("title") == f"rollout {format_number(float(words[0, 4]))}"
     page.locator(f"{ROOT} select.attnw-ann-method").select_option("input_x_gradient")
-    wait_until(lambda: ann.method == "input_x_gradient")
+    wait_until(lambda: ann.selected_method == "input_x_gradient")
     page.locator(f'{ROOT} .attnw-ann-word[data-index="4"][title^="input_x_gradient"]').wait_for()
     assert chip(page, 4).get_attribute("title") == (
         f"input_x_gradient {format_number(float(words[1, 4]))}"

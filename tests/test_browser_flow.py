@@ -106,7 +106,7 @@ def test_click_python_sync_hover_and_flow_round_trip(
     wait_until(lambda: (view.selected_layer, view.selected_token) == (2, 5))
 
     # Python -> page: method and selection.
-    view.method = "raw"
+    view.selected_method = "raw"
     view.select(layers, 1)
     page.locator(
         f"{ROOT}[data-method=raw][data-selected='{layers}:1'][data-state=ready]"
@@ -122,7 +122,7 @@ def test_click_python_sync_hover_and_flow_round_trip(
     view.threshold = 0.02
 
     # Flow: asked from the kernel, answered with binary buffers, drawn.
-    view.method = "flow"
+    view.selected_method = "flow"
     page.locator(f"{ROOT}[data-method=flow][data-source=kernel][data-state=ready]").wait_for()
     expected = attention_flow(exp.attentions, rows=[1])[0]
     # Kernel numbers arrive as float32 and are shown as numpy prints them.
@@ -130,7 +130,7 @@ def test_click_python_sync_hover_and_flow_round_trip(
     assert int(state(page, "paths")) > 0
     # Method from the page's picker -> Python; grad_attention also comes from the kernel.
     page.locator(f"{ROOT} select.attnw-flow-method").select_option("grad_attention")
-    wait_until(lambda: view.method == "grad_attention")
+    wait_until(lambda: view.selected_method == "grad_attention")
     page.locator(
         f"{ROOT}[data-method=grad_attention][data-source=kernel][data-state=ready]"
     ).wait_for()
@@ -187,7 +187,7 @@ def test_stack_picker_switches_to_the_decoder_both_ways(
     page.locator(f"{ROOT}[data-stack=encoder][data-state=ready]").wait_for()
     assert left.all_text_contents() == exp.tokens and picker.input_value() == "encoder"
     view.stack = "decoder"
-    view.method = "flow"
+    view.selected_method = "flow"
     page.locator(
         f"{ROOT}[data-stack=decoder][data-method=flow][data-source=kernel][data-state=ready]"
     ).wait_for()
@@ -223,7 +223,7 @@ def test_progress_shows_and_the_page_stays_usable(
     display(view)
     page = page_session
     page.locator(f"{ROOT}[data-state=ready]").wait_for()
-    view.method = "flow"
+    view.selected_method = "flow"
     page.locator(f"{ROOT}[data-state=computing]").wait_for()
     bar = page.locator(f"{ROOT} .attnw-flow-progress")
     bar.wait_for(state="visible")
@@ -289,7 +289,7 @@ def test_explorer_typing_reexplains(page_watch, solara_test, page_session) -> No
 
 def test_saved_page_draws_page_methods_without_a_kernel(page, tmp_path) -> None:
     exp = demo_explanation()
-    view = FlowView(exp, method="flow")
+    view = FlowView(exp, selected_method="flow")
     path = tmp_path / "flow.html"
     view.to_html(path)
     requests: list[str] = []

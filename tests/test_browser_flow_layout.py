@@ -175,7 +175,7 @@ def lrp_explanation() -> Explanation:
 def test_lrp_status_line_and_note_say_the_same(page_watch, solara_test, page_session) -> None:
     exp = lrp_explanation()
     layers, q = exp.num_layers, exp.query_index
-    view = FlowView(exp, method="lrp")
+    view = FlowView(exp, selected_method="lrp")
     display(view)
     page = page_session
     page.locator(f"{ROOT}[data-method=lrp][data-source=kernel][data-state=ready]").wait_for()
@@ -198,7 +198,7 @@ def test_lrp_status_line_and_note_say_the_same(page_watch, solara_test, page_ses
     assert status.text_content().startswith("lrp is the same for every selection")
 
     # A method whose paths start at the selection is described as such again.
-    view.method = "rollout"
+    view.selected_method = "rollout"
     view.select(layers, q)
     page.locator(f"{ROOT}[data-method=rollout][data-selected='{layers}:{q}']").wait_for()
     page.wait_for_function(

@@ -76,14 +76,14 @@ def test_click_selects_a_step_and_python_redraws(
 
     # Python sets the method -> the page redraws with that method's colours.
     before, draws = fills(page), int(page.locator(ROOT).get_attribute("data-draws"))
-    view.method = "input_x_gradient"
+    view.selected_method = "input_x_gradient"
     wait_data(page, method="input_x_gradient")
     assert int(page.locator(ROOT).get_attribute("data-draws")) > draws
     assert fills(page) != before
     assert page.locator(f"{ROOT} select").first.input_value() == "input_x_gradient"
     # The menu sets it back from the page.
     page.locator(f"{ROOT} select").first.select_option("raw")
-    wait_until(lambda: view.method == "raw")
+    wait_until(lambda: view.selected_method == "raw")
 
     # Words: subword columns summed (" cabinet" is several byte-level pieces).
     view.aggregate = "words"
@@ -175,7 +175,7 @@ def test_bad_settings_are_refused() -> None:
 
     view = GenerationView(hostile_generation())
     with pytest.raises(traitlets.TraitError, match="it has: raw"):
-        view.method = "flow"
+        view.selected_method = "flow"
     with pytest.raises(traitlets.TraitError, match="out of range"):
         view.selected_step = 3
     with pytest.raises(traitlets.TraitError, match="'tokens' or 'words'"):

@@ -48,7 +48,7 @@ def test_subwords_are_shown_alike_with_the_marker_on_hover(tmp_path: Path, brows
     views = {
         '.attnw-saliency .attnw-tok[data-method="raw"]': SaliencyView(exp),
         ".attnw-headview .attnw-col-left .attnw-token": HeadView(exp),
-        ".attnw-flow .attnw-flow-left .attnw-flow-tok": FlowView(exp, method="rollout"),
+        ".attnw-flow .attnw-flow-left .attnw-flow-tok": FlowView(exp, selected_method="rollout"),
         ".attnw-neuronview .attnw-neuron-token": NeuronView(model, tokenizer, TEXT),
     }
     assert views[".attnw-neuronview .attnw-neuron-token"].tokens == shown

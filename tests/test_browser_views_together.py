@@ -114,7 +114,7 @@ def every_view(tmp_path: Path) -> list[Any]:
         SaliencyView(long),
         ModelView(short, layer=0, head=1),
         NeuronView(bert, bert_tokenizer, "the keys to the cabinet", selected_token=1),
-        FlowView(short, method="rollout"),
+        FlowView(short, selected_method="rollout"),
         AttentionMatrixView(short),
         ImageView(made_explanation(3, 4), selected_patch=5),
         GenerationView(generation),

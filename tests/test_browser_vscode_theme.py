@@ -221,7 +221,7 @@ VIEWS: dict[str, dict[str, Any]] = {
     "flow": {
         # rollout is computed in the page: the query's paths show, and the
         # graph below them is faded.
-        "make": functools.partial(FlowView, method="rollout"),
+        "make": functools.partial(FlowView, selected_method="rollout"),
         "ready": ".attnw-flow[data-state=ready][data-source=page]",
         "text": {
             "tokens": ".attnw-flow .attnw-flow-tok",

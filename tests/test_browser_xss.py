@@ -80,7 +80,7 @@ def make_view(kind: str) -> Any:
     flow_view = getattr(views, "FlowView", None)
     if flow_view is None:
         pytest.skip("FlowView is not in attnwidget.views yet")
-    return flow_view(exp, method="rollout")
+    return flow_view(exp, selected_method="rollout")
 
 
 #: True once every token is the whole text of some element (a leaf) of a view.

@@ -215,7 +215,7 @@ def test_the_views_show_it() -> None:
     np.testing.assert_allclose(head.selection["weights"], exp.attentions[1, :, 5], atol=1e-7)
     model_view = attnwidget.ModelView(exp, matrix="effective_attention")
     assert model_view.matrix == "effective_attention"
-    flow = attnwidget.FlowView(exp, method="effective_attention")
+    flow = attnwidget.FlowView(exp, selected_method="effective_attention")
     assert "effective_attention" in flow.methods
     assert flow.signed[flow.methods.index("effective_attention")]
     top = flow.shape[0]

@@ -93,12 +93,12 @@ def test_targets_and_method_picker() -> None:
     assert values[: len(flow.methods)] == list(flow.methods)
     assert {"lrp", "chefer2021"} <= set(values) - set(flow.methods)
     explorer.method_picker.value = "flow"
-    assert flow.method == "flow"
-    flow.method = "raw"
+    assert flow.selected_method == "flow"
+    flow.selected_method = "raw"
     assert explorer.method_picker.value == "raw"
     # The flow method survives a text change.
     explorer.text = "the key to the cabinets"
-    assert flow.method == "raw"
+    assert flow.selected_method == "raw"
 
     # A token chosen in the saliency view shows where it goes in the flow view.
     explorer.views["saliency"].selected_token = 2
@@ -111,16 +111,16 @@ def test_flow_method_names_the_flow_views_start_and_method_still_works() -> None
     """``flow_method`` beside ``methods``; the old ``method=`` warns and gives the same."""
     model, tokenizer = encoder()
     new = Explorer(model, tokenizer, "the keys to the cabinet", flow_method="raw")
-    assert new.views["flow"].method == "raw" and new.method_picker.value == "raw"
+    assert new.views["flow"].selected_method == "raw" and new.method_picker.value == "raw"
     warned = "method= is deprecated.*use flow_method="
     with pytest.warns(DeprecationWarning, match=warned) as record:
         old = Explorer(model, tokenizer, "the keys to the cabinet", method="raw")
     assert [w.filename for w in record if w.category is DeprecationWarning] == [__file__]
-    assert old.views["flow"].method == "raw" and old.method_picker.value == "raw"
+    assert old.views["flow"].selected_method == "raw" and old.method_picker.value == "raw"
     assert old.method_picker.options == new.method_picker.options
     with pytest.raises(TypeError, match=r"give flow_method= only \(method= is its deprecated"):
         Explorer(model, tokenizer, "the keys", flow_method="raw", method="raw")
-    assert Explorer(model, tokenizer, "the keys").views["flow"].method == "rollout"
+    assert Explorer(model, tokenizer, "the keys").views["flow"].selected_method == "rollout"
 
 
 def test_language_model_targets_are_likely_tokens() -> None:
@@ -321,4 +321,4 @@ def test_a_text_past_the_views_limits_shows_matrix_views_and_back(
     assert isinstance(explorer.views["head"], HeadView)
     assert isinstance(explorer.views["model"], ModelView)
     assert not explorer.method_picker.disabled
-    assert explorer.method_picker.value == explorer.views["flow"].method
+    assert explorer.method_picker.value == explorer.views["flow"].selected_method

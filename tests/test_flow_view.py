@@ -66,7 +66,7 @@ def test_traits_and_defaults() -> None:
     assert view.signed == [False, False, False, False, True]
     assert view.local_methods == ["raw", "rollout"]
     assert (view.selected_layer, view.selected_token) == (layers, exp.query_index)
-    assert view.method == "rollout" and view.threshold == 0.02
+    assert view.selected_method == "rollout" and view.threshold == 0.02
     assert "singular" in view.caption or "plural" in view.caption
     # Attention-only explanations have no gradient or LRP paths.
     plain = Explanation.from_attentions(peaked(2, 2, 5), ["a", "b", "c", "d", "e"])
@@ -81,11 +81,11 @@ def test_validation_names_the_range_and_the_methods() -> None:
     with pytest.raises(traitlets.TraitError, match=r"-1 for no selection or a token index 0\.\.5"):
         view.selected_token = 6
     with pytest.raises(traitlets.TraitError, match="'raw', 'rollout', 'flow'"):
-        view.method = "nonsense"
+        view.selected_method = "nonsense"
     with pytest.raises(traitlets.TraitError, match="not a path method"):
-        view.method = "input_x_gradient"
+        view.selected_method = "input_x_gradient"
     with pytest.raises(traitlets.TraitError, match="needs data this explanation lacks"):
-        view.method = "grad_attention"
+        view.selected_method = "grad_attention"
     with pytest.raises(traitlets.TraitError, match="between 0 and 1"):
         view.threshold = 1.5
     with pytest.raises(traitlets.TraitError):
@@ -210,7 +210,7 @@ def test_per_selection_says_which_methods_ignore_the_selection() -> None:
             for r in replies[1:]
         )
         assert {r["per_selection"] for r in replies} == {not same}, method
-        view.method = method
+        view.selected_method = method
         assert view.selection is not None and view.selection["per_selection"] is (not same)
         if not same:
             continue
@@ -271,11 +271,11 @@ def test_replies_stay_under_the_message_limit() -> None:
 
 def test_set_explanation_keeps_what_still_applies() -> None:
     view = FlowView(Explanation.from_attentions(peaked(3, 2, 8), [f"t{i}" for i in range(8)]))
-    view.method = "flow"
+    view.selected_method = "flow"
     view.select(2, 7)
     version = view.version
     view.set_explanation(Explanation.from_attentions(peaked(3, 2, 5), list("abcde")))
-    assert view.version == version + 1 and view.method == "flow"
+    assert view.version == version + 1 and view.selected_method == "flow"
     assert (view.selected_layer, view.selected_token) == (3, 0)  # 7 is gone: the query
     view.select(1, 2)
     view.set_explanation(Explanation.from_attentions(peaked(3, 2, 6), list("abcdef")))
@@ -332,7 +332,7 @@ def state_of(view: FlowView) -> tuple[Any, ...]:
         view.tokens,
         view.shape,
         view.fused,
-        view.method,
+        view.selected_method,
         view.methods,
         view.query_index,
         view.selected_layer,
@@ -378,7 +378,7 @@ def test_stack_errors_name_the_fix_and_change_nothing(monkeypatch: pytest.Monkey
         causal.set_explanation(causal_explanation(), stack="decoder")
     assert state_of(causal) == before
 
-    view = FlowView(seq2seq_explanation("t5"), method="grad_attention")
+    view = FlowView(seq2seq_explanation("t5"), selected_method="grad_attention")
     before = state_of(view)
     with pytest.raises(traitlets.TraitError, match="'decodr' is not a stack; use 'encoder' or"):
         view.stack = "decodr"
@@ -387,7 +387,7 @@ def test_stack_errors_name_the_fix_and_change_nothing(monkeypatch: pytest.Monkey
     assert state_of(view) == before
     # A method the decoder stack cannot draw: refused with the reason and the fix.
     with pytest.raises(traitlets.TraitError, match="encoder only; use stack='encoder'"):
-        FlowView(seq2seq_explanation("t5"), stack="decoder", method="grad_attention")
+        FlowView(seq2seq_explanation("t5"), stack="decoder", selected_method="grad_attention")
     with pytest.raises(ModelNotSupportedError, match="encoder only"):
         compute_paths(seq2seq_explanation("t5"), "grad_attention", 1, 0, stack="decoder")
     with pytest.raises(ModelNotSupportedError, match="needs an encoder–decoder"):
@@ -438,7 +438,7 @@ def test_decoder_raw_rollout_and_flow_match_a_computation_by_hand(family: str) -
 def test_switching_stacks_from_python() -> None:
     exp = seq2seq_explanation("t5")
     layers_dec, m = exp.decoder_attentions.shape[0], len(exp.decoder_tokens)
-    view = FlowView(exp, method="grad_attention")
+    view = FlowView(exp, selected_method="grad_attention")
     view.select(1, 3)
     version = view.version
     encoder_rollout = view.paths("rollout", exp.num_layers, 0)
@@ -449,13 +449,13 @@ def test_switching_stacks_from_python() -> None:
     assert view.version == version + 1 and view.tokens == exp.decoder_tokens
     assert view.shape == [layers_dec, m] and view.query_index == exp.query_index
     assert (view.selected_layer, view.selected_token) == (layers_dec, exp.query_index)
-    assert view.method == "rollout" and view.methods == ["raw", "rollout", "flow"]
+    assert view.selected_method == "rollout" and view.methods == ["raw", "rollout", "flow"]
     assert view.selection is not None and view.selection["text"] == exp.decoder_tokens[-1]
-    view.method = "flow"
+    view.selected_method = "flow"
 
     view.stack = "encoder"
     assert view.tokens == exp.tokens and view.version == version + 2
-    assert view.method == "flow" and "grad_attention" in view.methods
+    assert view.selected_method == "flow" and "grad_attention" in view.methods
     assert (view.selected_layer, view.selected_token) == (exp.num_layers, -1)
     again = view.paths("rollout", exp.num_layers, 0)
     assert np.array_equal(again.nodes, encoder_rollout.nodes)
@@ -468,3 +468,29 @@ def test_switching_stacks_from_python() -> None:
     view.set_explanation(causal_explanation())
     assert view.stack == "encoder" and view.stacks == ["encoder"]
     assert view.tokens == causal_explanation().tokens
+
+
+def test_selected_method_is_the_name_and_method_still_works_with_a_warning() -> None:
+    """The drawn method is ``selected_method`` (beside ``methods``); ``method=``,
+    ``view.method`` and ``set_explanation(method=)`` warn, at the caller, and do the same."""
+    exp = encoder_explanation()
+    new = FlowView(exp, selected_method="flow")
+    with pytest.warns(DeprecationWarning, match="method= is deprecated.*use selected_method=") as w:
+        old = FlowView(exp, method="flow")
+    assert [r.filename for r in w if r.category is DeprecationWarning] == [__file__]
+    assert old.selected_method == new.selected_method == "flow"
+    np.testing.assert_array_equal(old.paths().nodes, new.paths().nodes)
+    assert old.get_state(["selected_method"]) == {"selected_method": "flow"}
+    with pytest.warns(DeprecationWarning, match=r"\.method is deprecated.*use \.selected_method"):
+        assert old.method == "flow"
+    with pytest.warns(DeprecationWarning, match=r"\.method is deprecated"):
+        old.method = "raw"
+    assert old.selected_method == "raw"
+    with pytest.warns(DeprecationWarning, match="set_explanation: the keyword method="):
+        old.set_explanation(exp, method="grad_attention")
+    assert old.selected_method == "grad_attention"
+    with pytest.raises(TypeError, match=r"give selected_method= only"):
+        FlowView(exp, selected_method="raw", method="raw")
+    with pytest.raises(TypeError, match=r"unexpected keyword argument\(s\) \['methods'\]"):
+        old.set_explanation(exp, methods=["raw"])
+    assert "method" not in FlowView.class_trait_names(sync=True)

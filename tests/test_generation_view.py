@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import traitlets
 from tiny_models import build
 
 import attnwidget
@@ -32,7 +33,7 @@ def test_traits_carry_the_generation(family: str) -> None:
     gexp = attnwidget.explain_generation(
         model.eval(), tok, "the keys to the", generated=" cabinet are"
     )
-    view = GenerationView(gexp, method="rollout", selected_step=1, aggregate="words")
+    view = GenerationView(gexp, selected_method="rollout", selected_step=1, aggregate="words")
     m, t, n = len(gexp.methods), len(gexp), len(gexp.tokens)
     assert view.shape == [m, t, n] and view.methods == gexp.methods
     scores = decode_float32(view.scores, view.shape)
@@ -41,7 +42,7 @@ def test_traits_carry_the_generation(family: str) -> None:
     assert view.columns == gexp.tokens and view.generated_tokens == gexp.generated_tokens
     assert view.prompt_length == len(gexp.prompt_tokens)
     assert view.signed == [attnwidget.get_method(name).signed for name in gexp.methods]
-    assert (view.method, view.selected_step, view.aggregate) == ("rollout", 1, "words")
+    assert (view.selected_method, view.selected_step, view.aggregate) == ("rollout", 1, "words")
     assert len(view.words) == n and view.words == sorted(view.words)
     assert "".join(view.word_labels) == "".join(gexp.tokens)
     if family == "t5":  # every step sees the whole source
@@ -62,4 +63,26 @@ def test_each_step_draws_in_the_existing_views(family: str) -> None:
     scores = decode_float32(saliency.scores, saliency.shape)
     np.testing.assert_allclose(scores[0], gexp.scores[gexp.methods[0]][-1][: len(step.tokens)])
     HeadView(step)
-    FlowView(step, method="rollout")
+    FlowView(step, selected_method="rollout")
+
+
+def test_selected_method_is_the_name_and_method_still_works_with_a_warning() -> None:
+    """The method shown is ``selected_method``; ``method=`` and ``view.method`` warn."""
+    model, tok = build("gpt2-lm")
+    gexp = attnwidget.explain_generation(model.eval(), tok, "the keys", generated=" are")
+    new = GenerationView(gexp, selected_method="rollout")
+    with pytest.warns(DeprecationWarning, match="method= is deprecated.*use selected_method=") as w:
+        old = GenerationView(gexp, method="rollout")
+    assert [r.filename for r in w if r.category is DeprecationWarning] == [__file__]
+    assert old.selected_method == new.selected_method == "rollout"
+    assert old.get_state(["selected_method"]) == {"selected_method": "rollout"}
+    with pytest.warns(DeprecationWarning, match=r"\.method is deprecated.*use \.selected_method"):
+        assert old.method == "rollout"
+    with pytest.warns(DeprecationWarning, match=r"\.method is deprecated"):
+        old.method = "raw"
+    assert old.selected_method == "raw"
+    with pytest.raises(traitlets.TraitError, match=r"selected_method='nope' is not in"):
+        old.selected_method = "nope"
+    with pytest.raises(TypeError, match=r"give selected_method= only"):
+        GenerationView(gexp, selected_method="raw", method="raw")
+    assert "method" not in GenerationView.class_trait_names(sync=True)

@@ -113,11 +113,11 @@ def test_misspelt_keywords_are_refused_with_a_hint() -> None:
 def test_flow_method_is_the_flow_views_start_and_method_still_works() -> None:
     model, processor = build_vision("vit")
     new = attnwidget.Explorer(model, processor, _image(), flow_method="raw")
-    assert new.views["flow"].method == "raw" and new.method_picker.value == "raw"
+    assert new.views["flow"].selected_method == "raw" and new.method_picker.value == "raw"
     warned = "ImageExplorer: the keyword method= is deprecated.*use flow_method="
     with pytest.warns(DeprecationWarning, match=warned):
         old = ImageExplorer(model, processor, _image(), method="raw")
-    assert old.views["flow"].method == "raw" and old.method_picker.value == "raw"
+    assert old.views["flow"].selected_method == "raw" and old.method_picker.value == "raw"
     with pytest.raises(TypeError, match=r"give flow_method= only \(method= is its deprecated"):
         ImageExplorer(model, processor, _image(), flow_method="raw", method="raw")
 
@@ -127,8 +127,8 @@ def test_the_paths_picker_and_the_flow_view_follow_each_other() -> None:
     explorer = attnwidget.Explorer(model, processor, _image())
     flow = explorer.views["flow"]
     explorer.method_picker.value = "flow"
-    assert flow.method == "flow"
-    flow.method = "raw"
+    assert flow.selected_method == "flow"
+    flow.selected_method = "raw"
     assert explorer.method_picker.value == "raw"
     explorer.image = _image(5)  # re-explained: the new FlowView keeps the choice
-    assert explorer.views["flow"].method == "raw"
+    assert explorer.views["flow"].selected_method == "raw"

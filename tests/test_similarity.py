@@ -372,6 +372,6 @@ def test_the_other_views_show_either_text() -> None:
     for shown in (exp, second):
         assert HeadView(shown).tokens == shown.tokens
         assert ModelView(shown).tokens == shown.tokens
-        assert FlowView(shown, method="rollout").method == "rollout"
+        assert FlowView(shown, selected_method="rollout").selected_method == "rollout"
     with pytest.raises(ValueError, match="no second text"):
         attnwidget.explain(model, tok, A).pair_explanation()

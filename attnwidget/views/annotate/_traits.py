@@ -11,6 +11,7 @@ import traitlets
 from attnwidget.annotations import validate as _validate
 from attnwidget.errors import InputError
 from attnwidget.views.core.base import _AttnWidget
+from attnwidget.views.core.selection import renamed_trait
 
 
 class AnnotatorTraits(_AttnWidget):
@@ -41,7 +42,9 @@ class AnnotatorTraits(_AttnWidget):
     confidence = traitlets.Float(None, allow_none=True).tag(sync=True)
     """0..1, or None for not given."""
     overlay = traitlets.Bool(True).tag(sync=True)
-    method = traitlets.Unicode("").tag(sync=True)
+    selected_method = traitlets.Unicode("").tag(sync=True)
+    """The overlay's method (one of :attr:`methods`, "" for none)."""
+    method = renamed_trait("method", "selected_method")
 
     # -- validation ------------------------------------------------------------
 
@@ -81,7 +84,7 @@ class AnnotatorTraits(_AttnWidget):
         except InputError as error:
             raise traitlets.TraitError(str(error)) from None
 
-    @traitlets.validate("method")
+    @traitlets.validate("selected_method")
     def _validate_method(self, proposal: dict[str, Any]) -> str:
         value = proposal["value"]
         if value and value not in self.methods:
@@ -90,5 +93,5 @@ class AnnotatorTraits(_AttnWidget):
                 if self.methods
                 else "there are no scores (pass model=, tokenizer= and show_scores=True)"
             )
-            raise traitlets.TraitError(f"method={value!r} is not in the overlay; {shown}")
+            raise traitlets.TraitError(f"selected_method={value!r} is not in the overlay; {shown}")
         return value

@@ -4,45 +4,45 @@ Message schema (traits synced with ``js/src/annotate/annotator_types.ts``
 ``AnnotatorTraits``; tests/test_fixtures_js.py and the JS tests check that
 both name the same traits). The current item has n words:
 
-===============  ==============  =============================================
-trait            type            meaning
-===============  ==============  =============================================
-``_view``        str             ``"annotator"``: the JS view that renders it
-``annotator``    str             who annotates (every save is under this name)
-``count``        int             how many items there are
-``item``         dict            the shown item: ``index``, ``id``, ``words``
-                                 (``text.split()``: what spans index, shown as
-                                 text, never HTML), ``text_pair`` and
-                                 ``label`` (the data's own label; "" if none).
-                                 The page draws from it, so words and index
-                                 always arrive together
-``labels``       list[str]       the label buttons, in order (keys 1-9)
-``saved``        dict or None    the stored annotation of the item (``spans``,
-                                 ``label``, ``note``, ``confidence``,
-                                 ``revision``, ``saved_at``), None if none
-``progress``     list[int]       ``[done, total]`` for this annotator
-``prediction``   dict            ``{}`` or the model's ``label``,
-                                 ``probability`` and ``truncated`` (the
-                                 model saw only the text's first tokens)
-``methods``      list[str]       m methods of the score overlay (show_scores)
-``signed``       list[bool]      m flags: diverging colours centred at 0
-``scores``       bytes           float32 little-endian (m, n): each method's
-                                 token scores summed to words (NaN: a word
-                                 the model did not see), a binary buffer
-``shape``        list[int]       ``[m, n]`` (``[0, n]`` with no scores)
-``status``       str             a note on the item ("" if none), e.g. why
-                                 the model could not score it
-``index``        int             the item shown, 0..count-1; set it (or call
-                                 next()/previous()) to move
-``selection``    list[list[int]] the marked words as ``[start, end]`` spans,
-                                 end exclusive, sorted, not overlapping;
-                                 set by clicks in the page and from Python
-``label``        str             the chosen label, "" for none (synced)
-``note``         str             the annotator's note (synced)
-``confidence``   float or None   0..1, None for not given (synced)
-``overlay``      bool            draw the score overlay (the page's toggle)
-``method``       str             the overlay's method (synced)
-===============  ==============  =============================================
+====================  ==============  =============================================
+trait                 type            meaning
+====================  ==============  =============================================
+``_view``             str             ``"annotator"``: the JS view that renders it
+``annotator``         str             who annotates (every save is under this name)
+``count``             int             how many items there are
+``item``              dict            the shown item: ``index``, ``id``, ``words``
+                                      (``text.split()``: what spans index, shown as
+                                      text, never HTML), ``text_pair`` and
+                                      ``label`` (the data's own label; "" if none).
+                                      The page draws from it, so words and index
+                                      always arrive together
+``labels``            list[str]       the label buttons, in order (keys 1-9)
+``saved``             dict or None    the stored annotation of the item (``spans``,
+                                      ``label``, ``note``, ``confidence``,
+                                      ``revision``, ``saved_at``), None if none
+``progress``          list[int]       ``[done, total]`` for this annotator
+``prediction``        dict            ``{}`` or the model's ``label``,
+                                      ``probability`` and ``truncated`` (the
+                                      model saw only the text's first tokens)
+``methods``           list[str]       m methods of the score overlay (show_scores)
+``signed``            list[bool]      m flags: diverging colours centred at 0
+``scores``            bytes           float32 little-endian (m, n): each method's
+                                      token scores summed to words (NaN: a word
+                                      the model did not see), a binary buffer
+``shape``             list[int]       ``[m, n]`` (``[0, n]`` with no scores)
+``status``            str             a note on the item ("" if none), e.g. why
+                                      the model could not score it
+``index``             int             the item shown, 0..count-1; set it (or call
+                                      next()/previous()) to move
+``selection``         list[list[int]] the marked words as ``[start, end]`` spans,
+                                      end exclusive, sorted, not overlapping;
+                                      set by clicks in the page and from Python
+``label``             str             the chosen label, "" for none (synced)
+``note``              str             the annotator's note (synced)
+``confidence``        float or None   0..1, None for not given (synced)
+``overlay``           bool            draw the score overlay (the page's toggle)
+``selected_method``   str             the overlay's method (synced)
+====================  ==============  =============================================
 
 Page -> kernel messages: ``{"type": "save", "request", "index", "item_id",
 "spans", "label", "note", "confidence", "advance"}`` (Enter, or the Save
@@ -85,7 +85,7 @@ from attnwidget.views.core.selection import renamed_keyword
 log = logging.getLogger(__name__)
 
 #: Writable traits a caller may pass as keywords: applied once the items are loaded.
-_STATE = ("index", "selection", "label", "note", "confidence", "overlay", "method")
+_STATE = ("index", "selection", "label", "note", "confidence", "overlay", "selected_method")
 
 
 class Annotator(AnnotatorTraits):
@@ -160,6 +160,10 @@ class Annotator(AnnotatorTraits):
             raise TypeError(
                 "Annotator() needs the examples to annotate: Annotator(examples, store=..., "
                 "annotator=...), examples a list of texts or dicts, a DataFrame or a Dataset."
+            )
+        if "method" in kwargs:
+            kwargs["selected_method"] = renamed_keyword(
+                kwargs, "method", "selected_method", "Annotator", kwargs.get("selected_method")
             )
         initial = {name: kwargs.pop(name) for name in _STATE if name in kwargs}
         super().__init__(**kwargs)
@@ -283,8 +287,8 @@ class Annotator(AnnotatorTraits):
         self.set_trait("signed", signed)
         self.set_trait("scores", data)
         self.set_trait("shape", shape)
-        if methods and self.method not in methods:
-            self.method = methods[0]
+        if methods and self.selected_method not in methods:
+            self.selected_method = methods[0]
 
     def _run_model(self) -> None:
         """The model's prediction and scores for the shown item, sent after the item."""

@@ -325,17 +325,17 @@ class ExplorerBase(OnDemand, widgets.VBox):
             view.set_explanation(explanation, methods=self._visible(explanation))
         elif isinstance(view, FlowView):
             view.set_explanation(explanation)
-            if self._flow_method in view.methods and view.method != self._flow_method:
-                view.method = self._flow_method
+            if self._flow_method in view.methods and view.selected_method != self._flow_method:
+                view.selected_method = self._flow_method
         else:
             view.set_explanation(explanation)
 
     def _build(self, name: str, cls: type, explanation: Explanation) -> None:
         """(Re)create the ``name`` tab's view and its links to the other views."""
         if name == "flow":
-            view = cls(explanation, method=self._flow_method)
+            view = cls(explanation, selected_method=self._flow_method)
             if isinstance(view, FlowView):
-                view.observe(self._on_flow_method, names="method")
+                view.observe(self._on_flow_method, names="selected_method")
         elif name == "saliency":
             view = cls(explanation, methods=self._visible(explanation))
         else:

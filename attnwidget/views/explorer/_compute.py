@@ -356,8 +356,8 @@ class OnDemand:
         self._flow_method = name
         flow = self.views.get("flow")
         if flow is not None and name in getattr(flow, "methods", ()):
-            if flow.method != name:
-                flow.method = name
+            if flow.selected_method != name:
+                flow.selected_method = name
         elif name in self.methods:
             self.compute(name, wait=False)
 
@@ -377,7 +377,7 @@ class OnDemand:
             wanted = self._flow_method
             self.method_picker.options = options
             values = [value for _, value in options]
-            self.method_picker.value = wanted if wanted in values else flow.method
+            self.method_picker.value = wanted if wanted in values else flow.selected_method
             self.method_picker.disabled = False
         finally:
             self._busy = busy

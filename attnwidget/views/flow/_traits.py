@@ -39,7 +39,7 @@ trait                 type         meaning
 ``version``           int          bumps with every new explanation and stack;
                                    requests and replies carry it, stale ones
                                    are dropped
-``method``            str          the drawn method (synced both ways)
+``selected_method``   str          the drawn method (synced both ways)
 ``selected_layer``    int          selected node layer 0 … L (synced)
 ``selected_token``    int          selected token, -1 for none (synced)
 ``threshold``         float        edges (Â) and path shares below it are not
@@ -61,6 +61,7 @@ from typing import Any
 
 import traitlets
 
+from attnwidget.views.core.selection import renamed_trait
 from attnwidget.views.flow._messages import _FlowMessages
 from attnwidget.views.flow._stack import check_layer, check_token
 from attnwidget.views.saliency.saliency_view import check_scale
@@ -96,8 +97,9 @@ class FlowTraits(_FlowMessages):
 
     stack = traitlets.Unicode("encoder").tag(sync=True)
     """The shown self-attention stack: "encoder" or (encoder–decoder models) "decoder"."""
-    method = traitlets.Unicode("rollout").tag(sync=True)
+    selected_method = traitlets.Unicode("rollout").tag(sync=True)
     """The method whose paths are drawn (one of :attr:`methods`)."""
+    method = renamed_trait("method", "selected_method")
     selected_layer = traitlets.Int(0).tag(sync=True)
     """The selected node layer: 0 (input tokens) … L (top)."""
     selected_token = traitlets.Int(-1).tag(sync=True)
@@ -119,7 +121,7 @@ class FlowTraits(_FlowMessages):
     def _validate_scale(self, proposal: dict[str, Any]) -> str:
         return check_scale("FlowView", proposal["value"])
 
-    @traitlets.validate("method")
+    @traitlets.validate("selected_method")
     def _validate_method(self, proposal: dict[str, Any]) -> str:
         value = proposal["value"]
         if value not in self.methods:
@@ -143,4 +145,4 @@ class FlowTraits(_FlowMessages):
 
     def _method_error(self, method: str, names: list[str]) -> Exception:
         """The error for a method the shown stack does not offer (the view names why)."""
-        return traitlets.TraitError(f"method {method!r} is not one of {names}.")
+        return traitlets.TraitError(f"selected_method={method!r} is not one of {names}.")

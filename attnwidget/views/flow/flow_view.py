@@ -36,6 +36,7 @@ from attnwidget.methods.graph import HEAD_FUSIONS
 from attnwidget.results.explanation import Explanation
 from attnwidget.views.attention._shared import PRELOAD_BYTES
 from attnwidget.views.core.buffers import decode_float32, encode_float32
+from attnwidget.views.core.selection import renamed_keyword
 from attnwidget.views.core.tokens import raw_tokens_of
 from attnwidget.views.flow._messages import (
     EDGE_FLOOR,
@@ -102,10 +103,12 @@ class FlowView(FlowTraits):
 
     Args:
         explanation: the :class:`~attnwidget.Explanation` to show.
-        method: the method whose paths are drawn (default "rollout"); see
-            :attr:`methods` for those available (``grad_attention`` needs an
-            explanation from :func:`attnwidget.explain`, ``lrp`` one computed
-            with ``methods=[..., "lrp"]``).
+        selected_method: the method whose paths are drawn (default "rollout");
+            see :attr:`methods` for those available (``grad_attention`` needs
+            an explanation from :func:`attnwidget.explain`, ``lrp`` one
+            computed with ``methods=[..., "lrp"]``). Named ``method`` before
+            (still accepted for one release, with a DeprecationWarning, as is
+            the attribute ``view.method``).
         stack: "encoder" (default: the encoder of an encoder–decoder model,
             else the model's only stack) or "decoder" (encoder–decoder only).
         threshold: hide edges of weight (and path shares) below this.
@@ -121,7 +124,7 @@ class FlowView(FlowTraits):
 
     Example::
 
-        view = FlowView(explanation, method="flow")
+        view = FlowView(explanation, selected_method="flow")
         view                                  # click a token …
         view.selected_layer, view.selected_token
         view.paths().scores_down              # the method's scores for it
@@ -133,7 +136,14 @@ class FlowView(FlowTraits):
         # per-head attention: the last layer's head mean as a zoomable matrix.
         reason = switch_reason(explanation, MAX_TOKENS, "FlowView")
         if reason is not None and kwargs.get("stack", "encoder") == "encoder":
-            for name in ("method", "stack", "threshold", "head_fusion", "selected_layer"):
+            for name in (
+                "selected_method",
+                "method",
+                "stack",
+                "threshold",
+                "head_fusion",
+                "selected_layer",
+            ):
                 kwargs.pop(name, None)
             token = kwargs.pop("selected_token", None)
             return matrix_view_for(
@@ -150,7 +160,7 @@ class FlowView(FlowTraits):
         self,
         explanation: Explanation,
         *,
-        method: str = "rollout",
+        selected_method: str | None = None,
         stack: str = "encoder",
         threshold: float = 0.02,
         selected_layer: int | None = None,
@@ -158,6 +168,9 @@ class FlowView(FlowTraits):
         head_fusion: str = "mean",
         **kwargs: Any,
     ) -> None:
+        selected_method = renamed_keyword(
+            kwargs, "method", "selected_method", "FlowView", selected_method
+        )
         self._explanation: Explanation | None = None
         self._shown: _Shown | None = None
         # Set while the view itself sets ``stack`` (its observer must not reload).
@@ -171,7 +184,7 @@ class FlowView(FlowTraits):
         if head_fusion not in HEAD_FUSIONS:
             raise ValueError(f"head_fusion={head_fusion!r} is not one of {HEAD_FUSIONS}.")
         self.set_trait("head_fusion", head_fusion)
-        self.set_explanation(explanation, method=method, stack=stack)
+        self.set_explanation(explanation, selected_method=selected_method or "rollout", stack=stack)
         with self.hold_sync():
             self.threshold = threshold
             layers = self.shape[0]
@@ -189,15 +202,29 @@ class FlowView(FlowTraits):
         return self._explanation
 
     def set_explanation(
-        self, explanation: Explanation, *, method: str | None = None, stack: str | None = None
+        self,
+        explanation: Explanation,
+        *,
+        selected_method: str | None = None,
+        stack: str | None = None,
+        **kwargs: Any,
     ) -> None:
         """Show another explanation.
 
         The stack is kept when the new explanation has it (else "encoder"); the
         method is kept when it still applies (else "rollout"); the selection is
         kept when it is still in range (else the query at the top). Nothing
-        changes when an argument is bad.
+        changes when an argument is bad. ``method=`` is the deprecated name of
+        ``selected_method=`` (kept for one release).
         """
+        selected_method = renamed_keyword(
+            kwargs, "method", "selected_method", "FlowView.set_explanation", selected_method
+        )
+        if kwargs:
+            raise TypeError(
+                f"FlowView.set_explanation() got unexpected keyword argument(s) {sorted(kwargs)}; "
+                "it takes selected_method= and stack=."
+            )
         if not isinstance(explanation, Explanation):
             raise TypeError(
                 f"FlowView needs an attnwidget.Explanation, got {type(explanation).__name__}; "
@@ -205,7 +232,7 @@ class FlowView(FlowTraits):
             )
         if stack is None:
             stack = self.stack if self.stack in stacks(explanation) else "encoder"
-        shown = self._prepare(explanation, stack, method)
+        shown = self._prepare(explanation, stack, selected_method)
         self._pending = None
         self._explanation = explanation
         self._serial += 1
@@ -218,7 +245,7 @@ class FlowView(FlowTraits):
             explanation,
             stack,
             method,
-            current=self.method,
+            current=self.selected_method,
             head_fusion=self.head_fusion,
             max_tokens=MAX_TOKENS,  # read here, so a test can lower it on this module
         )
@@ -249,7 +276,7 @@ class FlowView(FlowTraits):
             self.set_trait("methods", shown.methods)
             self.set_trait("summaries", [get_path_method(m).summary for m in shown.methods])
             self.set_trait("signed", [get_path_method(m).signed for m in shown.methods])
-            self.method = shown.method
+            self.selected_method = shown.method
             in_range = 0 <= self.selected_layer <= layers and self.selected_token < n
             if not (keep_selection and in_range):
                 self.set_trait("selected_layer", layers)
@@ -271,7 +298,7 @@ class FlowView(FlowTraits):
 
         Exactly the numbers the page gets (float64 here, float32 on the wire).
         """
-        method = self.method if method is None else method
+        method = self.selected_method if method is None else method
         layer = self.selected_layer if layer is None else layer
         token = self.selected_token if token is None else token
         if method not in self.methods:
@@ -298,10 +325,10 @@ class FlowView(FlowTraits):
             "layer": self.selected_layer,
             "token": self.selected_token,
             "text": self.tokens[self.selected_token],
-            "method": self.method,
+            "method": self.selected_method,
             "down": result.scores_down.copy() if self.selected_layer > 0 else None,
             "up": result.scores_up.copy() if self.selected_layer < layers else None,
-            "per_selection": self.method not in SELECTION_FREE,
+            "per_selection": self.selected_method not in SELECTION_FREE,
         }
 
     def wire_attention(self) -> np.ndarray:
@@ -364,7 +391,8 @@ class FlowView(FlowTraits):
     def __repr__(self) -> str:
         layers, n = self.shape
         return (
-            f"FlowView(stack={self.stack!r}, layers={layers}, n={n}, method={self.method!r}, "
+            f"FlowView(stack={self.stack!r}, layers={layers}, n={n}, "
+            f"selected_method={self.selected_method!r}, "
             f"selected=({self.selected_layer}, {self.selected_token}), "
             f"threshold={self.threshold})"
         )

@@ -30,7 +30,7 @@ trait                  type         meaning
                                     NaN beyond a step's prefix
 ``shape``              list[int]    ``[M, T, N]``
 ``caption``            str          one line above the map (text)
-``method``             str          the method shown (synced)
+``selected_method``    str          the method shown (synced)
 ``selected_step``      int          the selected step, -1 for none (synced)
 ``aggregate``          str          ``"tokens"`` or ``"words"`` (synced)
 =====================  ===========  ==========================================
@@ -46,6 +46,7 @@ import traitlets
 from attnwidget.errors import InputError
 from attnwidget.methods import get_method
 from attnwidget.views.core.base import _AttnWidget
+from attnwidget.views.core.selection import renamed_keyword, renamed_trait
 
 if TYPE_CHECKING:
     from attnwidget.results.generation import GenerationExplanation
@@ -81,19 +82,21 @@ class GenerationView(_AttnWidget):
     Args:
         gexp: a :class:`~attnwidget.GenerationExplanation` (from
             :func:`attnwidget.explain_generation`).
-        method: the method shown first (default: the first one).
+        selected_method: the method shown first (default: the first one). Named
+            ``method`` before (still accepted for one release, with a
+            DeprecationWarning, as is the attribute ``view.method``).
         selected_step: the step selected first (-1: none).
         aggregate: ``"tokens"`` (default) or ``"words"`` (subword scores summed).
         caption: a line above the map (default: the model's kind).
 
     Click a generated token or a cell to select its step
-    (:attr:`selected_step`); the method menu sets :attr:`method`; both are
+    (:attr:`selected_step`); the method menu sets :attr:`selected_method`; both are
     synced, so setting them from Python redraws the page.
 
     Example::
 
         gexp = attnwidget.explain_generation(model, tokenizer, "The keys to the", max_new_tokens=5)
-        view = attnwidget.GenerationView(gexp, method="grad_attention")
+        view = attnwidget.GenerationView(gexp, selected_method="grad_attention")
         view.selected_step = 2
     """
 
@@ -112,7 +115,8 @@ class GenerationView(_AttnWidget):
     caption = traitlets.Unicode("").tag(sync=True)
 
     #: The method shown (one of :attr:`methods`).
-    method = traitlets.Unicode("").tag(sync=True)
+    selected_method = traitlets.Unicode("").tag(sync=True)
+    method = renamed_trait("method", "selected_method")
     #: The selected step (row), -1 for none.
     selected_step = traitlets.Int(-1).tag(sync=True)
     #: ``"tokens"`` or ``"words"``: subword columns summed to words.
@@ -122,12 +126,15 @@ class GenerationView(_AttnWidget):
         self,
         gexp: GenerationExplanation,
         *,
-        method: str | None = None,
+        selected_method: str | None = None,
         selected_step: int = -1,
         aggregate: str = "tokens",
         caption: str | None = None,
         **kwargs: Any,
     ) -> None:
+        selected_method = renamed_keyword(
+            kwargs, "method", "selected_method", "GenerationView", selected_method
+        )
         try:
             names, tokens = list(gexp.methods), list(gexp.tokens)
             generated = list(gexp.generated_tokens)
@@ -174,16 +181,17 @@ class GenerationView(_AttnWidget):
         stacked = np.stack(matrices).astype("<f4")
         self.set_trait("scores", np.ascontiguousarray(stacked).tobytes())
         self.set_trait("shape", [len(names), len(generated), len(tokens)])
-        self.method = names[0] if method is None else method
+        self.selected_method = names[0] if selected_method is None else selected_method
         self.selected_step = selected_step
         self.aggregate = aggregate
 
-    @traitlets.validate("method")
+    @traitlets.validate("selected_method")
     def _valid_method(self, proposal: Any) -> str:
         value = proposal["value"]
         if value not in self._names:
             raise traitlets.TraitError(
-                f"method={value!r} is not in this explanation; it has: {', '.join(self._names)}."
+                f"selected_method={value!r} is not in this explanation; "
+                f"it has: {', '.join(self._names)}."
             )
         return value
 

@@ -63,7 +63,7 @@ export interface AnnotatorTraits extends BaseTraits {
   /** Draw the score overlay. Synced both ways. */
   overlay: boolean;
   /** The overlay's method. Synced both ways. */
-  method: string;
+  selected_method: string;
 }
 
 /** page -> kernel: save the page's marks for item `index` (Enter / Save). */

@@ -47,7 +47,7 @@ type Model = AnyModel<AnnotatorTraits>;
 /** Traits whose change redraws everything but the word chips. */
 const STATE_TRAITS = [
   "selection", "label", "note", "confidence", "labels", "saved", "progress", "prediction",
-  "methods", "signed", "scores", "shape", "overlay", "method", "status", "count",
+  "methods", "signed", "scores", "shape", "overlay", "selected_method", "status", "count",
 ] as const;
 
 interface Drag {
@@ -111,7 +111,7 @@ export function renderAnnotator({ model, el }: { model: Model; el: HTMLElement }
     } catch (err) {
       console.warn("attnwidget annotator: scores not drawn:", err);
     }
-    drawOverlay(dom, model.get("methods") ?? [], model.get("signed") ?? [], rows, model.get("method") ?? "", model.get("overlay") ?? true);
+    drawOverlay(dom, model.get("methods") ?? [], model.get("signed") ?? [], rows, model.get("selected_method") ?? "", model.get("overlay") ?? true);
     root.dataset.state = requests.busy ? "busy" : "ready";
     root.dataset.error = error;
     dom.note.readOnly = requests.busy;
@@ -240,7 +240,7 @@ export function renderAnnotator({ model, el }: { model: Model; el: HTMLElement }
     if (!requests.busy) setDraft({ confidence: Number(dom.confidence.value) });
   };
   const onOverlay = (): void => saveTraits(model, { overlay: dom.overlayToggle.checked });
-  const onMethod = (): void => saveTraits(model, { method: dom.method.value });
+  const onMethod = (): void => saveTraits(model, { selected_method: dom.method.value });
 
   const keyTarget = (target: EventTarget | null): KeyTarget => {
     if (target === dom.note) return "note";

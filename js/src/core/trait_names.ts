@@ -41,8 +41,8 @@ const model: Names<ModelTraits> = { ...attention, thumbs: true, thumb_index: tru
 const flow: Names<FlowTraits> = {
   _view: true, stacks: true, stack: true, tokens: true, raw_tokens: true, shape: true, fused: true, fused_layers: true,
   head_fusion: true, query_index: true, caption: true, methods: true, summaries: true, signed: true,
-  local_methods: true, version: true, method: true, selected_layer: true, selected_token: true, threshold: true,
-  scale: true,
+  local_methods: true, version: true, selected_method: true, selected_layer: true, selected_token: true,
+  threshold: true, scale: true,
 };
 
 const image: Names<ImageTraits> = {
@@ -55,7 +55,7 @@ const image: Names<ImageTraits> = {
 const annotator: Names<AnnotatorTraits> = {
   _view: true, annotator: true, count: true, item: true, labels: true, saved: true, progress: true,
   prediction: true, methods: true, signed: true, scores: true, shape: true, status: true, index: true,
-  selection: true, label: true, note: true, confidence: true, overlay: true, method: true,
+  selection: true, label: true, note: true, confidence: true, overlay: true, selected_method: true,
 };
 
 const evaluation: Names<EvaluationTraits> = {
@@ -84,8 +84,8 @@ const alignment: Names<AlignmentTraits> = {
 
 const generation: Names<GenerationTraits> = {
   _view: true, columns: true, prompt_length: true, generated_tokens: true, prefix_lengths: true, words: true,
-  word_labels: true, methods: true, signed: true, scores: true, shape: true, caption: true, method: true,
-  selected_step: true, aggregate: true,
+  word_labels: true, methods: true, signed: true, scores: true, shape: true, caption: true,
+  selected_method: true, selected_step: true, aggregate: true,
 };
 
 /** Trait names per `_view` value, sorted. */

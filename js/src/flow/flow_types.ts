@@ -55,8 +55,8 @@ export interface FlowTraits extends BaseTraits {
   local_methods: string[];
   /** Bumps with every new explanation and stack; requests and replies carry it. */
   version: number;
-  /** Synced both ways. */
-  method: string;
+  /** The method whose paths are drawn. Synced both ways. */
+  selected_method: string;
   selected_layer: number;
   selected_token: number;
   threshold: number;

@@ -52,7 +52,7 @@ const PROGRESS_DELAY = 200;
 const SILENT_AFTER = 6000;
 /** Traits that change the data (a reload) and those that change only what is shown. */
 const DATA_TRAITS = ["tokens", "raw_tokens", "shape", "fused", "fused_layers", "version", "head_fusion"] as const;
-const VIEW_TRAITS = ["stack", "stacks", "method", "selected_layer", "selected_token", "methods", "summaries", "signed", "caption", "query_index", "local_methods", "scale"] as const;
+const VIEW_TRAITS = ["stack", "stacks", "selected_method", "selected_layer", "selected_token", "methods", "summaries", "signed", "caption", "query_index", "local_methods", "scale"] as const;
 
 export function renderFlowView({ model, el }: { model: Model; el: HTMLElement }): () => void {
   const e = buildFlowElements();
@@ -114,7 +114,7 @@ export function renderFlowView({ model, el }: { model: Model; el: HTMLElement })
     root.dataset.paths = String(result.paths);
     root.dataset.source = shown ? shown.source : "";
     root.dataset.selected = sel.token >= 0 ? `${sel.layer}:${sel.token}` : "";
-    root.dataset.method = model.get("method") ?? "";
+    root.dataset.method = model.get("selected_method") ?? "";
     paintLabels(e, data, store.paths, sel, model.get("query_index") ?? -1, model.get("scale") === "all" ? "all" : "words");
     reveal(sel);
   };
@@ -164,7 +164,7 @@ export function renderFlowView({ model, el }: { model: Model; el: HTMLElement })
   const refresh = (): void => {
     const data = store.data;
     if (!data) return;
-    const method = model.get("method") ?? "";
+    const method = model.get("selected_method") ?? "";
     const sel = selection();
     const methods = model.get("methods") ?? [];
     e.methodSelect.title = (model.get("summaries") ?? [])[methods.indexOf(method)] ?? "";
@@ -254,7 +254,7 @@ export function renderFlowView({ model, el }: { model: Model; el: HTMLElement })
 
   // -- pointer and keys -------------------------------------------------------------
 
-  const save = (patch: Partial<Pick<FlowTraits, "stack" | "method" | "selected_layer" | "selected_token" | "threshold">>): void =>
+  const save = (patch: Partial<Pick<FlowTraits, "stack" | "selected_method" | "selected_layer" | "selected_token" | "threshold">>): void =>
     saveTraits(model, patch);
 
   const select = (layer: number, token: number): void => {
@@ -323,7 +323,7 @@ export function renderFlowView({ model, el }: { model: Model; el: HTMLElement })
     if (next.layer !== sel.layer || next.token !== sel.token) save({ selected_layer: next.layer, selected_token: next.token });
   };
 
-  const onMethod = (): void => save({ method: e.methodSelect.value });
+  const onMethod = (): void => save({ selected_method: e.methodSelect.value });
   const onStack = (): void => save({ stack: e.stackSelect.value as FlowStack });
   const onSlider = (): void => save({ threshold: Number(e.slider.value) });
 
@@ -337,7 +337,7 @@ export function renderFlowView({ model, el }: { model: Model; el: HTMLElement })
         stack: model.get("stack") ?? "encoder",
         methods: model.get("methods") ?? [],
         summaries: model.get("summaries") ?? [],
-        method: model.get("method") ?? "",
+        method: model.get("selected_method") ?? "",
         threshold: model.get("threshold") ?? 0,
         caption: model.get("caption") ?? "",
       },

@@ -13,7 +13,7 @@ type Model = AnyModel<GenerationTraits>;
 /** Traits whose change re-reads the data. */
 export const DATA_TRAITS = ["scores", "shape", "methods", "signed", "columns", "generated_tokens", "prompt_length", "prefix_lengths", "words", "word_labels", "caption"] as const;
 /** Synced view state: a change redraws from the data already read. */
-export const VIEW_TRAITS = ["method", "selected_step", "aggregate"] as const;
+export const VIEW_TRAITS = ["selected_method", "selected_step", "aggregate"] as const;
 
 /** Select a step (synced to Python). */
 export function saveStep(model: Model, step: number): void {
@@ -23,8 +23,8 @@ export function saveStep(model: Model, step: number): void {
 
 /** Show a method (synced to Python). */
 export function saveMethod(model: Model, method: string): void {
-  if (method === model.get("method")) return;
-  saveTraits<Pick<GenerationTraits, "method">>(model as never, { method });
+  if (method === model.get("selected_method")) return;
+  saveTraits<Pick<GenerationTraits, "selected_method">>(model as never, { selected_method: method });
 }
 
 /** Tokens or words (synced to Python). */

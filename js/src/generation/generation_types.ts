@@ -33,7 +33,7 @@ export interface GenerationTraits extends BaseTraits {
   /** One line above the map (text). */
   caption: string;
   /** Synced both ways: the method shown. */
-  method: string;
+  selected_method: string;
   /** Synced both ways: the selected step, -1 for none. */
   selected_step: number;
   /** Synced both ways: "tokens" or "words". */

@@ -75,7 +75,7 @@ export function renderGenerationView({ model, el }: { model: Model; el: HTMLElem
 
   const draw = (): void => {
     if (data === null) return;
-    const method = model.get("method");
+    const method = model.get("selected_method");
     const mode: Aggregate = model.get("aggregate") === "words" ? "words" : "tokens";
     const step = model.get("selected_step");
     const grid = gridOf(data, methodIndex(data, method), mode);
