@@ -24,12 +24,23 @@ F = TypeVar("F", bound=Callable[..., Any])
 _NAMED = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
 
 
-def unknown_keywords_message(owner: str, unknown: Sequence[str], valid: Sequence[str]) -> str:
-    """``owner() got unexpected keyword argument 'method' (did you mean 'methods'?); …``."""
+def unknown_keywords_message(
+    owner: str,
+    unknown: Sequence[str],
+    valid: Sequence[str],
+    renamed: Mapping[str, str] | None = None,
+) -> str:
+    """``owner() got unexpected keyword argument 'method' (did you mean 'methods'?); …``.
+
+    ``renamed`` maps deprecated keyword names to their new ones: a typo of an old
+    name (``methd`` for ``method``) is pointed to the new name.
+    """
+    renamed = dict(renamed or {})
     hints = []
     for name in unknown:
-        close = difflib.get_close_matches(name, list(valid), n=1)
-        hints.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        close = difflib.get_close_matches(name, [*valid, *renamed], n=1)
+        meant = [renamed.get(close[0], close[0])] if close else []
+        hints.append(f"{name!r}" + (f" (did you mean {meant[0]!r}?)" if meant else ""))
     word = "argument" if len(unknown) == 1 else "arguments"
     return (
         f"{owner}() got unexpected keyword {word} {', '.join(hints)}; it takes: {', '.join(valid)}."

@@ -115,7 +115,8 @@ def test_float32_and_uint32_round_trip_exactly() -> None:
 @pytest.mark.parametrize(
     ("view", "typo", "meant"),
     [
-        (FlowView, "methd", "method"),
+        (FlowView, "methd", "selected_method"),  # a typo of the deprecated name: the new one
+        (FlowView, "selected_metod", "selected_method"),
         (HeadView, "layr", "layer"),
         (ModelView, "hed", "head"),
         (SaliencyView, "metods", "methods"),
@@ -135,6 +136,6 @@ def test_unknown_constructor_keywords_are_refused(view: type, typo: str, meant: 
 
 
 def test_constructor_options_are_the_signatures() -> None:
-    assert constructor_options(FlowView)[:3] == ["explanation", "method", "stack"]
+    assert constructor_options(FlowView)[:3] == ["explanation", "selected_method", "stack"]
     assert "theme" in constructor_options(ModelView)
     assert constructor_options(SaliencyView)[-3:] == ["layout", "tabbable", "tooltip"]

@@ -60,7 +60,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import traitlets
 
@@ -140,6 +140,8 @@ class Annotator(AnnotatorTraits):
         ann.label = "pos"
         ann.save()          # what Enter does: save, then the next item
     """
+
+    _renamed_keywords: ClassVar[dict[str, str]] = {"items": "examples"}
 
     def __init__(
         self,

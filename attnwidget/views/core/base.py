@@ -12,7 +12,7 @@ import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import anywidget
 import traitlets
@@ -70,6 +70,9 @@ class _AttnWidget(anywidget.AnyWidget):
 
     #: Which view of the bundle renders this model (see js/src/index.ts).
     _view = traitlets.Unicode("").tag(sync=True)
+    #: Deprecated constructor keywords and their new names (still accepted, with a
+    #: warning, by the subclass): a misspelt old name is pointed to the new one.
+    _renamed_keywords: ClassVar[dict[str, str]] = {}
 
     def __init__(self, **kwargs: Any) -> None:
         # traitlets would only warn about a misspelt option (``methd="flow"``)
@@ -172,4 +175,6 @@ def constructor_options(cls: type[_AttnWidget]) -> list[str]:
 
 
 def _unknown_kwargs_message(cls: type[_AttnWidget], unknown: list[str]) -> str:
-    return unknown_keywords_message(cls.__name__, unknown, constructor_options(cls))
+    return unknown_keywords_message(
+        cls.__name__, unknown, constructor_options(cls), cls._renamed_keywords
+    )

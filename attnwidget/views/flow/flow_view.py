@@ -27,7 +27,7 @@ the custom messages in :mod:`attnwidget.views.flow._messages`.
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import traitlets
@@ -130,6 +130,8 @@ class FlowView(FlowTraits):
         view.paths().scores_down              # the method's scores for it
         FlowView(t5_explanation, stack="decoder")   # the decoder's diagram
     """
+
+    _renamed_keywords: ClassVar[dict[str, str]] = {"method": "selected_method"}
 
     def __new__(cls, explanation: Any = None, /, *args: Any, **kwargs: Any) -> Any:
         # Over MAX_TOKENS (read here, so a test can lower it), or without

@@ -38,7 +38,7 @@ trait                  type         meaning
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import traitlets
@@ -99,6 +99,8 @@ class GenerationView(_AttnWidget):
         view = attnwidget.GenerationView(gexp, selected_method="grad_attention")
         view.selected_step = 2
     """
+
+    _renamed_keywords: ClassVar[dict[str, str]] = {"method": "selected_method"}
 
     _view = traitlets.Unicode("generation").tag(sync=True)
 

@@ -52,7 +52,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import traitlets
@@ -131,6 +131,8 @@ class ImageView(_AttnWidget):
         view.selection            # {"patch", "index", "label", "scores"}
         view.selected_method = "query_attention"; view.layer = 3; view.head = 0
     """
+
+    _renamed_keywords: ClassVar[dict[str, str]] = {"method": "selected_method"}
 
     _view = traitlets.Unicode("image").tag(sync=True)
 

@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import traitlets
@@ -110,6 +110,8 @@ class AttentionMatrixView(_AttnWidget):
         view.selected_token            # the row clicked in the page
         view.selection["weights"]      # that row's weights, float32 (n,)
     """
+
+    _renamed_keywords: ClassVar[dict[str, str]] = {"selected_row": "selected_token"}
 
     _view = traitlets.Unicode("matrix").tag(sync=True)
 
