@@ -77,11 +77,12 @@ def test_a_method_picked_in_the_page_shows_computing_then_its_scores(
     button = page.locator(".attnw-explorer-methods button", has_text="lrp")
     with model_lock(model):  # the computation waits: the page's state can be read
         button.click()
-        # the job waits; generous: the click crosses the browser, the server and a thread
-        wait_until(lambda: explorer.progress.startswith("Computing lrp"), timeout=30)
-        assert explorer.computing == "lrp"
+        # Wait in the page first: Playwright's waits keep its connection served
+        # while the click travels to Python (a sleep-poll here starved it under load).
         page.locator(".attnw-explorer-methods button", has_text="lrp (computing…)").wait_for()
         page.locator(".attnw-explorer-progress", has_text="Computing lrp").wait_for()
+        wait_until(lambda: explorer.progress.startswith("Computing lrp"))  # the job waits
+        assert explorer.computing == "lrp"
     explorer.wait()
     page.locator('.attnw-saliency .attnw-tok[data-method="lrp"]').first.wait_for()
     page.locator(".attnw-explorer-progress", has_text="lrp: computed in").wait_for()
