@@ -112,7 +112,10 @@ class ExplorerBase(OnDemand, widgets.VBox):
         self._model, self._preprocessor = model, preprocessor
         self._explanation: Explanation | None = None
         self._error = ""
-        self._busy = False  # guards observers while the controls are set from here
+        # Guards observers while the controls are set from code. Per thread: a
+        # worker's refresh must not swallow a click that the comm thread handles
+        # meanwhile (a shared flag's save/restore could also be left set).
+        self._guard = threading.local()
         self._flow_method = flow_method
         self._lock = threading.RLock()  # the shown explanation and the views
         self._generation = 0  # bumps with every new input shown: a job's result for an

@@ -78,7 +78,7 @@ class OnDemand:
     _preprocessor: Any
     _explanation: Explanation | None
     _shown_args: dict[str, Any]
-    _busy: bool
+    _guard: threading.local
     _lock: threading.RLock
     _generation: int
     _flow_method: str
@@ -86,6 +86,15 @@ class OnDemand:
     method_picker: widgets.Dropdown
     computing: str
     progress: str
+
+    @property
+    def _busy(self) -> bool:
+        """True while this thread sets the controls from code (observers then do nothing)."""
+        return bool(getattr(self._guard, "busy", False))
+
+    @_busy.setter
+    def _busy(self, value: bool) -> None:
+        self._guard.busy = value
 
     def _update(self, explanation: Explanation, added: list[str]) -> None:
         raise NotImplementedError
