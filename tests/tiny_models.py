@@ -343,3 +343,20 @@ MORE_FAMILIES = [
 REFUSED_FAMILIES = {
     "bloom-lm": "BloomAttention",  # attention logits as alibi.baddbmm(q, k): a fused product
 }
+
+
+def falcon_alibi_through_interface() -> bool:
+    """Whether this transformers runs Falcon's ALiBi attention through its attention interface.
+
+    Older 5.x releases write ALiBi attention inline in ``FalconAttention.forward``
+    (``softmax(scores + alibi)``); newer ones fold ALiBi into the additive mask and
+    call ``ALL_ATTENTION_FUNCTIONS`` on every path. Which rules a pass runs (inline
+    logit biases, or a bias in the mask's place) depends on it. Read from the
+    module's source: no model pass, so no rule of ours decides the answer.
+    """
+    import inspect
+
+    from transformers.models.falcon import modeling_falcon
+
+    source = inspect.getsource(modeling_falcon.FalconAttention.forward)
+    return "attention_interface" in source and "softmax" not in source
