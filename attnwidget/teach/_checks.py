@@ -47,6 +47,29 @@ def as_float_array(name: str, value: Any) -> np.ndarray:
     return array
 
 
+def refuse_overflow(step: str, array: np.ndarray, allowed: np.ndarray | None, fix: str) -> None:
+    """Raise :class:`InputError` when ``array`` (the result of ``step``) holds an
+    infinity or NaN that finite inputs produced: float64 overflowed there.
+
+    ``allowed``: entries that may be non-finite (−∞ where masked), or None.
+    ``fix`` says which inputs to shrink. Without this the page showed NaN
+    weights with no error (``q = 1e308``).
+    """
+    bad = ~np.isfinite(array)
+    if allowed is not None:
+        bad &= ~allowed
+    if not bad.any():
+        return
+    where = tuple(int(i) for i in np.argwhere(bad)[0])
+    place = f"query {where[0]} × key {where[1]}" if len(where) == 2 else f"index {where}"
+    if step == "output":
+        place = f"query {where[0]}, value column {where[1]}"
+    raise InputError(
+        f"step '{step}' overflowed: {int(bad.sum())} value(s) are beyond float64's range "
+        f"(about ±1.8e308), the first at {place} is {array[where]}; {fix}"
+    )
+
+
 def _shape_text(axes: Sequence[Axis]) -> str:
     letters = ", ".join(letter for letter, _ in axes)
     sizes = ", ".join("any" if size is None else str(size) for _, size in axes)

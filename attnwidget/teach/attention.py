@@ -15,7 +15,7 @@ from typing import Any, overload
 import numpy as np
 
 from attnwidget.errors import InputError
-from attnwidget.teach._checks import as_bool_mask, as_matrix, as_scalar
+from attnwidget.teach._checks import as_bool_mask, as_matrix, as_scalar, refuse_overflow
 from attnwidget.teach.masks import LocalPAlignment
 from attnwidget.teach.scores import attention_scores
 
@@ -78,7 +78,15 @@ def masked_softmax(masked_scores: np.ndarray, temperature: float = 1.0) -> np.nd
             f"the mask hides every key from query row(s) {rows}: softmax over no keys is "
             "undefined; let each query attend to at least one key (drop padded query rows)."
         )
-    scaled = masked_scores / temperature
+    with np.errstate(over="ignore"):  # a small T can overflow: refused, naming the step
+        scaled = masked_scores / temperature
+    refuse_overflow(
+        "softmax",
+        scaled,
+        np.isneginf(masked_scores),
+        f"the scores divided by the temperature T = {temperature:g} exceed it: raise T "
+        "or scale q and k down.",
+    )
     shifted = np.exp(scaled - scaled.max(axis=1, keepdims=True))
     return shifted / shifted.sum(axis=1, keepdims=True)
 
@@ -139,6 +147,11 @@ def attention(
     weights = masked_softmax(masked, t)
     local = None if gaussian is None else weights * gaussian
     final = weights if local is None else local
+    # A weighted mean of v's rows (weights >= 0, summing to <= 1) stays within v's
+    # range; the check guards the step anyway, so no NaN can ever reach the page.
+    with np.errstate(over="ignore", invalid="ignore"):
+        output = final @ values
+    refuse_overflow("output", output, None, "scale the values v down and try again.")
     return AttentionSteps(
         kind=kind,
         temperature=t,
@@ -146,7 +159,7 @@ def attention(
         mask=_frozen(keep.copy()),
         masked_scores=_frozen(masked),
         weights=_frozen(weights),
-        output=_frozen(final @ values),
+        output=_frozen(output),
         gaussian=_frozen(gaussian),
         local_weights=_frozen(local),
         positions=_frozen(positions),

@@ -27,7 +27,14 @@ import numpy as np
 
 from attnwidget._keywords import warn_renamed
 from attnwidget.errors import InputError
-from attnwidget.teach._checks import as_float_array, as_matrix, as_scalar, check_kind, check_shape
+from attnwidget.teach._checks import (
+    as_float_array,
+    as_matrix,
+    as_scalar,
+    check_kind,
+    check_shape,
+    refuse_overflow,
+)
 
 SCORE_KINDS: tuple[str, ...] = (
     "dot",
@@ -171,4 +178,9 @@ def attention_scores(q: Any, k: Any, kind: str = "scaled_dot", **params: Any) ->
         )
     queries, keys = check_queries_keys(q, k, kind)
     _missing(kind, params, queries.shape[1], keys.shape[0])
-    return _SCORES[kind](queries, keys, params)
+    with np.errstate(over="ignore", invalid="ignore"):  # refused below, with the step named
+        scores = _SCORES[kind](queries, keys, params)
+    refuse_overflow(
+        "scores", scores, None, "scale q and k down (e.g. divide them by 1e150) and try again."
+    )
+    return scores
