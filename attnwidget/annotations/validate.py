@@ -42,6 +42,22 @@ class Item:
         return tuple(self.text.split())
 
 
+def encodable(text: str, what: str, where: str) -> str:
+    """``text`` if UTF-8 can encode it (SQLite stores UTF-8); a lone surrogate
+    (``"\\ud800"``, e.g. from ``surrogateescape`` decoding) is refused here, with
+    the place and the fix, instead of a raw ``UnicodeEncodeError`` from SQLite."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise InputError(
+            f"{where}: {what} has a lone surrogate {text[error.start]!r} at position "
+            f"{error.start}, which UTF-8 cannot store; fix the text at its source, e.g. "
+            "decode the file with errors='replace' or apply "
+            "text.encode('utf-8', errors='replace').decode('utf-8')"
+        ) from None
+    return text
+
+
 def item_id(value: Any) -> str:
     """An item id as stored: a non-empty string (an ``int`` is written in decimal)."""
     if isinstance(value, bool) or not isinstance(value, (str, int)):
@@ -51,7 +67,7 @@ def item_id(value: Any) -> str:
     text = str(value)
     if not text:
         raise InputError("item id is an empty string: give every item a non-empty id")
-    return text
+    return encodable(text, "the item id", f"item id {text!r}")
 
 
 def _optional_text(value: Any, what: str, where: str) -> str | None:
@@ -66,7 +82,7 @@ def _optional_text(value: Any, what: str, where: str) -> str | None:
                 else ""
             )
         )
-    return value
+    return encodable(value, what, where)
 
 
 def coerce_item(value: Any, position: int) -> Item:
@@ -101,7 +117,7 @@ def coerce_item(value: Any, position: int) -> Item:
     where = f"item {ident!r}"
     return Item(
         ident,
-        text,
+        encodable(text, "text", where),
         _optional_text(raw.get("label"), "label", where),
         _optional_text(raw.get("text_pair"), "text_pair", where),
     )
@@ -125,7 +141,7 @@ def annotator(value: Any) -> str:
         raise InputError(
             f"annotator {value!r} is not a name: pass a non-empty string, e.g. annotator='ana'"
         )
-    return value
+    return encodable(value, "the annotator name", f"annotator {value!r}")
 
 
 def _index(value: Any, what: str, where: str) -> int:
@@ -205,7 +221,7 @@ def note(value: Any, where: str) -> str | None:
     """A free-text note or None."""
     if value is not None and not isinstance(value, str):
         raise InputError(f"{where}: note is a {type(value).__name__}; pass a string or None")
-    return value
+    return None if value is None else encodable(value, "note", where)
 
 
 def confidence(value: Any, where: str) -> float | None:
