@@ -5,6 +5,12 @@ comes from the authors' own LRP rules (:mod:`attnwidget.relevance.chefer`),
 checked against an independent re-implementation of their algorithm
 (``tests/test_chefer2021_reference.py``). ``relevance="attnlrp"`` swaps in
 AttnLRP's relevance (Achtibat et al., ICML 2024), the relevance of "lrp".
+
+Row normalisation follows the authors' code per modality: their BERT code
+divides each ``I + Ā_l`` by its row sums, their ViT code
+(``baselines/ViT/ViT_LRP.py``, ``compute_rollout_attention``) has that line
+commented out and multiplies the un-normalised ``I + Ā_l``. So text is
+normalised and images are not by default; ``row_normalise`` picks the other.
 """
 
 from __future__ import annotations
@@ -26,13 +32,18 @@ DEFAULT_START_LAYER = 0
 
 
 def chefer2021(
-    gradients: AttentionLike, relevances: AttentionLike, *, start_layer: int = DEFAULT_START_LAYER
+    gradients: AttentionLike,
+    relevances: AttentionLike,
+    *,
+    start_layer: int = DEFAULT_START_LAYER,
+    row_normalise: bool = True,
 ) -> np.ndarray:
     """Chefer, Gur & Wolf (CVPR 2021), "Transformer interpretability beyond
     attention visualization": relevance × gradient, rolled out over the layers.
 
     Per layer ``Ā_l = I + E_h[(∇A_l ⊙ R^{A_l})^+]``, each row divided by its
-    sum (as in the authors' code), then ``C = Ā_L ⋯ Ā_s`` with later layers on
+    sum (as in the authors' BERT code; ``row_normalise=False``: not, as in
+    their ViT code), then ``C = Ā_L ⋯ Ā_s`` with later layers on
     the left (s = ``start_layer``; the layers below s are left out, as in the
     authors' rollout). Row i of C says how much each input token contributes
     to position i's representation; the query row is the score.
@@ -57,9 +68,14 @@ def chefer2021(
             a useful map (62 % vs 1 %; AUC 38 vs 55, random 53): there, the
             lower layers' attention to the first token dominates the
             product. Try ``start_layer=-1`` on decoders.
+        row_normalise: divide each ``Ā_l``'s rows by their sums (default, the
+            authors' BERT code). False multiplies ``I + E_h[…]`` as it is, as
+            the authors' ViT code does (its normalising line is commented
+            out); the method "chefer2021" picks False for images.
 
     Returns:
-        (n, n) float64 matrix C; every row sums to 1.
+        (n, n) float64 matrix C; with ``row_normalise`` every row sums to 1,
+        without it every row sums to at least 1.
 
     Where it can mislead: the positive part keeps only evidence *for* the
     target, so the score cannot show tokens that speak against it; the
@@ -67,7 +83,9 @@ def chefer2021(
     every row (the authors' BERT demo overwrote C[0, 0] with the row minimum
     for display; we do not).
     """
-    maps = chefer2021_maps(gradients, relevances, start_layer=start_layer)
+    maps = chefer2021_maps(
+        gradients, relevances, start_layer=start_layer, row_normalise=row_normalise
+    )
     result = np.eye(maps.shape[-1])
     for layer_map in maps:
         result = layer_map @ result
@@ -75,9 +93,14 @@ def chefer2021(
 
 
 def chefer2021_maps(
-    gradients: AttentionLike, relevances: AttentionLike, *, start_layer: int = DEFAULT_START_LAYER
+    gradients: AttentionLike,
+    relevances: AttentionLike,
+    *,
+    start_layer: int = DEFAULT_START_LAYER,
+    row_normalise: bool = True,
 ) -> np.ndarray:
-    """The per-layer factors of :func:`chefer2021`: (L, n, n), ``Ā_l`` row-normalised.
+    """The per-layer factors of :func:`chefer2021`: (L, n, n), ``Ā_l`` (rows
+    normalised unless ``row_normalise`` is False).
 
     Layers below ``start_layer`` are the identity, so the product of the
     factors (later layers on the left) is :func:`chefer2021`'s matrix, the
@@ -100,7 +123,7 @@ def chefer2021_maps(
         product = np.multiply(grad[layer], rel[layer])
         weighted = np.clip(product, 0.0, None, out=product).mean(axis=0)
         weighted[np.diag_indices(n)] += 1.0
-        maps[layer] = weighted / weighted.sum(axis=-1, keepdims=True)
+        maps[layer] = weighted / weighted.sum(axis=-1, keepdims=True) if row_normalise else weighted
     return maps
 
 
@@ -108,6 +131,12 @@ def chefer2021_maps(
 #: or "attnlrp" (AttnLRP's, the relevance of the "lrp" method).
 RELEVANCES = ("paper", "attnlrp")
 DEFAULT_RELEVANCE = "paper"
+
+
+def row_normalised_by_default(image: bool) -> bool:
+    """The authors' choice per modality: rows normalised for text (their BERT
+    code), not for images (their ViT code comments the normalisation out)."""
+    return not image
 
 
 @register(
@@ -144,11 +173,19 @@ DEFAULT_RELEVANCE = "paper"
             check=lambda v: v >= 0,
             requirement="≥ 0",
         ),
+        Option(
+            "row_normalise",
+            (bool, type(None)),
+            None,
+            "divide each layer's I + Ā_l by its row sums (None: as the authors per modality, "
+            "True for text as their BERT code, False for images as their ViT code)",
+        ),
     ),
 )
 def _score_chefer2021(context: ScoreContext) -> tuple[np.ndarray, dict[str, Any]]:
     """Options: ``start_layer`` (default 0, all layers), ``relevance`` ("paper",
-    default, or "attnlrp") and, with "attnlrp" only, ``epsilon`` of its pass.
+    default, or "attnlrp"), with "attnlrp" only ``epsilon`` of its pass, and
+    ``row_normalise`` (None: True for text, False for images, as the authors).
 
     ``relevance="paper"``: ``R^{A_l}`` from one pass of the authors' rules
     (:func:`attnwidget.relevance.chefer.run_chefer_relevance`: α1β0 on linear
@@ -159,6 +196,7 @@ def _score_chefer2021(context: ScoreContext) -> tuple[np.ndarray, dict[str, Any]
     the relevance of a unit target. ``∇A_l`` is the capture's plain gradient.
 
     Details: ``start_layer``, ``relevance`` (which one was used),
+    ``row_normalise`` (the one used),
     ``layer_maps`` (L, n, n), the factors ``Ā_l`` (identity below
     ``start_layer``; the flow view draws its paths from them) and
     ``attention_relevance`` (L, H, n, n), the ``R^{A_l}`` used.
@@ -182,7 +220,12 @@ def _score_chefer2021(context: ScoreContext) -> tuple[np.ndarray, dict[str, Any]
         y = result.target_score
         unit = result.attention_relevance / (y if abs(y) > 1e-12 else np.copysign(1e-12, y))
     assert context.attention_grads is not None  # compute_scores checked the method's needs
-    maps = chefer2021_maps(context.attention_grads, unit, start_layer=start_layer)
+    normalise = options["row_normalise"]
+    if normalise is None:  # images: their ViT code; text: their BERT code
+        normalise = row_normalised_by_default(image=context.pixels is not None)
+    maps = chefer2021_maps(
+        context.attention_grads, unit, start_layer=start_layer, row_normalise=normalise
+    )
     matrix = np.eye(maps.shape[-1])
     for layer_map in maps:
         matrix = layer_map @ matrix
@@ -190,6 +233,7 @@ def _score_chefer2021(context: ScoreContext) -> tuple[np.ndarray, dict[str, Any]
     details = {
         "start_layer": start_layer,
         "relevance": relevance,
+        "row_normalise": normalise,
         "layer_maps": maps,
         "attention_relevance": unit.astype(np.float32),  # R^{A_l} for a unit target
     }

@@ -197,14 +197,16 @@ def _has_chefer2021(explanation: Any) -> bool:
 @register_path_method(
     "chefer2021",
     applies=_has_chefer2021,
-    summary="Relevance × gradient rollout: mass split along each layer's row-normalised Ā_l.",
+    summary="Relevance × gradient rollout: mass split along each layer's Ā_l.",
 )
 def _chefer2021(explanation: Any, layer: int, token: int, **_options: Any) -> PathResult:
-    maps = explanation.details["chefer2021"]["layer_maps"]
-    nodes, edges = product_paths(maps, layer, token)
+    details = explanation.details["chefer2021"]
+    nodes, edges = product_paths(details["layer_maps"], layer, token)
+    # Images follow the authors' ViT code (rows not normalised), text their BERT code.
+    rows = "normalised" if details.get("row_normalise", True) else "not normalised"
     note = (
         "chefer2021: edge (l,i)→(l−1,j) carries mass(l,i) × Ā_l[i,j], "
-        "Ā_l = I + E_h[(∇A_l ⊙ R^{A_l})^+] with rows normalised (identity below start_layer)."
+        f"Ā_l = I + E_h[(∇A_l ⊙ R^{{A_l}})^+] with rows {rows} (identity below start_layer)."
     )
     return PathResult("chefer2021", layer, token, nodes, edges, note=note)
 
