@@ -37,6 +37,7 @@ from attnwidget.metrics.plausibility import (
     discretize,
     iou_f1,
     mask_spans,
+    mean_auprc,
     span_iou,
     token_prf,
 )
@@ -68,6 +69,7 @@ __all__ = [
     "iou_f1",
     "krippendorff_alpha",
     "mask_spans",
+    "mean_auprc",
     "pairwise_token_f1",
     "perturbation_curve_tokens",
     "rank_agreement",

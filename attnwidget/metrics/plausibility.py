@@ -13,10 +13,17 @@ prediction and the human rationale are empty, precision = recall = F1 = 1
 (nothing was to be found and nothing was claimed: they agree); when only one
 is empty, all three are 0 (0/0 is read as 0, as ERASER's instance scores do).
 F1 is 0 whenever precision + recall is 0.
+
+**ERASER's own code.** Where our definition differs from ERASER's code
+(jayded/eraserbenchmark, ``rationale_benchmark/metrics.py``), the function
+takes ``convention="eraser"`` to reproduce theirs, for comparing with
+published numbers: :func:`iou_f1` (how predicted spans are counted) and
+:func:`auprc` / :func:`mean_auprc` (which documents the data-set mean skips).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -55,6 +62,19 @@ def token_prf(predicted: Any, human: Any) -> PRF:
     return _prf(int((p & h).sum()), int(p.sum()), int(h.sum()))
 
 
+#: ``convention``: "standard" (our definition) or "eraser" (ERASER's code).
+CONVENTIONS = ("standard", "eraser")
+
+
+def _convention(value: Any) -> str:
+    if value not in CONVENTIONS:
+        raise InputError(
+            f"convention={value!r} is not known; use 'standard' (the default) or 'eraser' "
+            "(ERASER's code, to compare with its published numbers)."
+        )
+    return str(value)
+
+
 def _spans(value: Any, name: str) -> list[tuple[int, int]]:
     if isinstance(value, (str, bytes)) or not isinstance(value, (Sequence, np.ndarray)):
         raise InputError(
@@ -84,7 +104,9 @@ def span_iou(a: tuple[int, int], b: tuple[int, int]) -> float:
     return overlap / ((a[1] - a[0]) + (b[1] - b[0]) - overlap)
 
 
-def iou_f1(predicted_spans: Any, human_spans: Any, *, threshold: float = 0.5) -> PRF:
+def iou_f1(
+    predicted_spans: Any, human_spans: Any, *, threshold: float = 0.5, convention: str = "standard"
+) -> PRF:
     """Span precision / recall / F1: a predicted span matches a human one at IOU ≥ ``threshold``.
 
     Spans are ``(start, end)`` token positions, end exclusive (ERASER's
@@ -93,15 +115,30 @@ def iou_f1(predicted_spans: Any, human_spans: Any, *, threshold: float = 0.5) ->
     **Matching.** Each human span is matched at most once and each predicted
     span at most once (a maximum one-to-one matching over the pairs at or
     above the threshold); precision = matches / predicted spans, recall =
-    matches / human spans. ERASER's code instead counts every predicted span
-    whose best IOU reaches the threshold, for precision and for recall alike;
-    the two agree unless two predicted spans reach the same human span, which
-    at 0.5 takes two halves of it exactly (ERASER's recall can then pass 1).
-    Empty sets as in the module's docstring.
+    matches / human spans. Empty sets as in the module's docstring.
+
+    ``convention="eraser"``: as ERASER's ``partial_match_score`` (for one
+    document its micro and macro figures are the same): every predicted span
+    whose best IOU with any human span reaches the threshold counts as a hit,
+    for precision and for recall alike, however many predicted spans reach
+    the same human span. The two differ whenever two predicted spans reach
+    one human span, which overlapping predictions do easily: (0, 3) and
+    (1, 4) against (0, 4) both have IOU ¾, so ERASER scores 2 hits, recall
+    2/1 = 2 (above 1), precision 1; ours 1 match, recall 1, precision ½.
+    ERASER's empty cases: both empty or either empty give 0, 0, 0, and F1 is
+    0 when precision or recall is 0.
     """
     threshold = _checks.fraction(threshold, "threshold", low_open=True)
+    convention = _convention(convention)
     predicted = _spans(predicted_spans, "predicted_spans")
     human = _spans(human_spans, "human_spans")
+    if convention == "eraser":
+        if not predicted or not human:
+            return PRF(0.0, 0.0, 0.0)
+        hits = sum(max(span_iou(p, h) for h in human) >= threshold for p in predicted)
+        precision, recall = hits / len(predicted), hits / len(human)
+        f1 = 2 * precision * recall / (precision + recall) if precision and recall else 0.0
+        return PRF(precision, recall, f1)
     if not predicted or not human:
         return _prf(0, len(predicted), len(human))
     eligible = np.array([[span_iou(p, h) >= threshold for h in human] for p in predicted])
@@ -124,7 +161,7 @@ def mask_spans(mask: Any) -> list[tuple[int, int]]:
     )
 
 
-def auprc(scores: Any, human: Any) -> float:
+def auprc(scores: Any, human: Any, *, convention: str = "standard") -> float:
     """Average precision of soft ``scores`` (n,) ranking the ``human`` tokens (bool (n,)).
 
     ``AP = Σ_k (R_k − R_{k−1}) P_k`` over one threshold per distinct score,
@@ -136,13 +173,40 @@ def auprc(scores: Any, human: Any) -> float:
     curve, which interpolates linearly and reads higher.
 
     No human token: NaN (recall is undefined; ERASER leaves such documents
-    out of its average precision). All tokens human: 1.
+    out of its average precision). All tokens human: 1 (every threshold has
+    precision 1), so :func:`mean_auprc` counts such a document as 1.
+
+    ``convention="eraser"``: ERASER's data-set ``average_precision`` skips
+    every single-class document (``discard_single_class_answers``), those
+    whose every token is in the rationale too, so such a document gives NaN
+    here and :func:`mean_auprc` leaves it out.
     """
+    convention = _convention(convention)
     values = _checks.vector(scores, "scores")
     labels = _checks.mask(human, "human", size=values.size)
-    if not labels.any():
+    if not labels.any() or (convention == "eraser" and labels.all()):
         return float("nan")
     return average_precision(values, labels)
+
+
+def mean_auprc(
+    scores: Sequence[Any], humans: Sequence[Any], *, convention: str = "standard"
+) -> float:
+    """The data-set mean of :func:`auprc` over documents (``scores[i]``, ``humans[i]``).
+
+    Documents whose :func:`auprc` is NaN are left out (no human token; with
+    ``convention="eraser"`` also every token human, as ERASER's
+    ``average_precision`` does). NaN when no document is left.
+    """
+    convention = _convention(convention)
+    if len(scores) != len(humans):
+        raise InputError(
+            f"mean_auprc got {len(scores)} score vectors but {len(humans)} human masks; "
+            "pass one of each per document, in the same order."
+        )
+    values = [auprc(s, h, convention=convention) for s, h in zip(scores, humans, strict=True)]
+    kept = [v for v in values if not math.isnan(v)]
+    return float(np.mean(kept)) if kept else float("nan")
 
 
 def discretize(scores: Any, k: int) -> np.ndarray:
