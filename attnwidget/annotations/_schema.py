@@ -235,6 +235,13 @@ def prepare(
         except BaseException:
             conn.execute("ROLLBACK")
             raise
+    return check_labels(conn, path, labels)
+
+
+def check_labels(
+    conn: sqlite3.Connection, path: Path, labels: list[str] | None
+) -> list[str] | None:
+    """The stored labels; ``labels`` (the caller's option), when given, must equal them."""
     row = conn.execute("SELECT value FROM meta WHERE key = 'labels'").fetchone()
     stored_labels: list[str] | None = None if row is None else json.loads(row[0])
     if labels is not None and labels != stored_labels:

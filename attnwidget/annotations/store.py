@@ -54,7 +54,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from attnwidget.annotations import _schema
+from attnwidget.annotations import _open, _schema
 from attnwidget.annotations import validate as _validate
 from attnwidget.annotations._rows import (
     COLUMNS,
@@ -79,7 +79,9 @@ class Store:
     """Human rationales for a list of items, kept in the SQLite file at ``path``.
 
     ``Store(path)`` creates the file when it does not exist and opens it
-    otherwise (upgrading an older schema). ``labels`` restricts item and
+    otherwise (upgrading an older schema). A file, folder or mount that cannot
+    be written is opened read-only, as is any store with ``read_only=True``:
+    reads work, a save raises ``InputError`` (see :mod:`._open`). ``labels`` restricts item and
     annotation labels to a fixed list, kept in the file: reopening with a
     different list is refused, ``labels=None`` takes the stored one.
     See the module docstring for durability, concurrency and history.
@@ -96,29 +98,31 @@ class Store:
         labels: list[str] | None = None,
         timeout: float = 30.0,
         synchronous: str = "FULL",
+        read_only: bool = False,
     ) -> None:
         self._path = Path(path)
         wanted = _validate.labels_option(labels)
         sync = str(synchronous).upper()
         if sync not in _SYNCHRONOUS:
             raise InputError(f"synchronous={synchronous!r}: pass one of {list(_SYNCHRONOUS)}")
+        if not isinstance(read_only, bool):
+            raise InputError(f"read_only={read_only!r}: pass True or False")
         if self._path.is_dir():
             example = self._path / "rationales.sqlite"
             raise InputError(f"{self._path} is a folder: pass a file path, e.g. {example}")
+        conn, read_only, self._why_read_only = _open.connect(self._path, timeout, read_only)
         try:
-            conn = sqlite3.connect(
-                self._path, timeout=timeout, isolation_level=None, check_same_thread=False
-            )
+            if read_only:
+                self._labels = _open.prepare_read_only(conn, self._path, wanted)
+            else:
+                self._labels = _schema.prepare(conn, self._path, wanted, sync, timeout)
         except sqlite3.OperationalError as error:
-            raise InputError(
-                f"cannot open or create {self._path} ({error}): check that its folder "
-                "exists and is writable"
-            ) from None
-        try:
-            self._labels = _schema.prepare(conn, self._path, wanted, sync, timeout)
+            conn.close()
+            raise _open.write_error(self._path, error, "the new store") or error from None
         except BaseException:
             conn.close()
             raise
+        self._read_only = read_only
         self._conn: sqlite3.Connection | None = conn
         self._lock = threading.RLock()
 
@@ -134,10 +138,18 @@ class Store:
         """One transaction: IMMEDIATE to write, DEFERRED for a consistent read."""
         with self._lock:
             conn = self._connection()
+            if mode == "IMMEDIATE" and self._read_only:
+                raise _open.read_only_error(self._path, self._why_read_only)
             conn.execute(f"BEGIN {mode}")
             try:
                 yield conn
                 conn.execute("COMMIT")
+            except sqlite3.OperationalError as error:
+                # A full disk or a mount turned read-only: SQLite has rolled back, so this
+                # write is lost and every earlier one is kept; say so instead of a raw error.
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise _open.write_error(self._path, error, "this change") or error from None
             except BaseException:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
@@ -147,6 +159,11 @@ class Store:
     def path(self) -> Path:
         """The store's file."""
         return self._path
+
+    @property
+    def read_only(self) -> bool:
+        """Whether the store was opened read-only (asked for, or the file is not writable)."""
+        return self._read_only
 
     @property
     def labels(self) -> list[str] | None:
@@ -168,6 +185,7 @@ class Store:
 
     def __repr__(self) -> str:
         state = "closed" if self._conn is None else f"labels={self._labels!r}"
+        state += ", read_only=True" if self._read_only else ""
         return f"Store({str(self._path)!r}, {state})"
 
     # -- items -----------------------------------------------------------------
