@@ -26,6 +26,7 @@ from attnwidget.diagnostics._run import (
     summary_text,
     total_variation,
 )
+from attnwidget.errors import InputError
 
 
 @dataclass
@@ -34,7 +35,8 @@ class UniformResult:
 
     ``labels`` is None when the examples carry no labels (then only the
     agreement between the two is known). ``tvd`` per sentence: total
-    variation distance between the two predicted distributions.
+    variation distance between the two predicted distributions
+    (``convention`` says which: see :func:`uniform_baseline`).
     """
 
     texts: list[str]
@@ -43,6 +45,7 @@ class UniformResult:
     uniform: np.ndarray
     tvd: np.ndarray
     layers: list[int]
+    convention: str = "standard"
 
     def summary(self) -> dict[str, float]:
         """Accuracies (when labelled), agreement, mean TVD."""
@@ -76,6 +79,7 @@ def uniform_baseline(
     *,
     layers: Any = "all",
     progress: bool = False,
+    convention: str = "standard",
 ) -> UniformResult:
     """Accuracy with uniform attention vs the model's own (Wiegreffe & Pinter 2019).
 
@@ -91,10 +95,19 @@ def uniform_baseline(
             name of ``model.config.label2id`` or an id), e.g.
             ``demo.sentences(500, seed=0)``; without labels only the
             agreement between the two runs is reported.
+        convention: how ``tvd`` is measured. "standard" (default): the total
+            variation distance ½ Σ_c |p_c − q_c| over all classes.
+            "wiegreffe_pinter": as the authors' code, ½ |p_1 − q_1| of the
+            positive class (class 1) of a binary classifier, which is half the
+            standard figure there (½ Σ over two classes is |p_1 − q_1|); use
+            it to compare with their published TVDs.
 
     Raises:
-        InputError: unknown layer, no examples, not a classifier.
+        InputError: unknown layer, no examples, not a classifier, an unknown
+            ``convention``, or "wiegreffe_pinter" on a model without exactly
+            two classes.
     """
+    _check_convention(model, convention)
     check_model(model)
     with intervention(model):
         prepared = prepare(model, tokenizer, examples)
@@ -106,7 +119,10 @@ def uniform_baseline(
             q = probabilities(model, example, edits)[0]
             original.append(int(p.argmax()))
             changed.append(int(q.argmax()))
-            tvds.append(float(total_variation(p, q)))
+            if convention == "wiegreffe_pinter":  # their binary TVD: the positive class only
+                tvds.append(0.5 * abs(float(p[1]) - float(q[1])))
+            else:
+                tvds.append(float(total_variation(p, q)))
     labelled = all(e.label is not None for e in prepared)
     return UniformResult(
         texts=[e.text for e in prepared],
@@ -115,4 +131,25 @@ def uniform_baseline(
         uniform=np.array(changed),
         tvd=np.array(tvds),
         layers=chosen,
+        convention=convention,
     )
+
+
+#: ``convention`` of :func:`uniform_baseline`.
+CONVENTIONS = ("standard", "wiegreffe_pinter")
+
+
+def _check_convention(model: Any, convention: Any) -> None:
+    """Refuse an unknown convention, or the authors' binary TVD on another model."""
+    if convention not in CONVENTIONS:
+        raise InputError(
+            f"convention={convention!r} is not known; use 'standard' (total variation over "
+            "all classes, the default) or 'wiegreffe_pinter' (the authors' binary TVD)."
+        )
+    labels = getattr(getattr(model, "config", None), "num_labels", None)
+    if convention == "wiegreffe_pinter" and labels != 2:
+        raise InputError(
+            f"convention='wiegreffe_pinter' takes ½|Δp| of the positive class of a binary "
+            f"classifier, but this model has {labels} classes; use convention='standard' "
+            "(the total variation over all classes)."
+        )
