@@ -420,6 +420,12 @@ class Annotator(AnnotatorTraits):
             "notebook with a running kernel)",
         }
 
+    def _describe_message_part(self, part: str) -> str:
+        if part != "item" or not self.item:
+            return ""
+        found = self._items[int(self.item.get("index", self.index))]
+        return f"item {found.id!r} (index {self.index}, {len(found.text):,} characters of text)"
+
     def __repr__(self) -> str:
         done, total = self.progress
         return (

@@ -19,6 +19,7 @@ import traitlets
 
 from attnwidget._keywords import unknown_keywords_message
 from attnwidget.errors import AttnWidgetError
+from attnwidget.views.core.message_size import check_message
 
 log = logging.getLogger(__name__)
 
@@ -124,6 +125,17 @@ class _AttnWidget(anywidget.AnyWidget):
         except traitlets.TraitError as error:
             log.warning("attnwidget: the page's change %r was refused: %s", sync_data, error)
             self.send_state([key for key in sync_data if key in self.keys])
+
+    def _send(self, msg: dict[str, Any], buffers: Any = None) -> None:
+        # Every state update and custom message goes through here: refuse one the
+        # Jupyter server would drop (10 MiB) with an error naming its largest part,
+        # instead of a page that silently shows nothing.
+        check_message(type(self).__name__, msg, buffers, self._describe_message_part)
+        super()._send(msg, buffers=buffers)
+
+    def _describe_message_part(self, part: str) -> str:
+        """What a too-large message's largest part holds, for its error (views override)."""
+        return ""
 
     def _export_replies(self) -> tuple[list[RecordedReply], dict[str, Any] | None]:
         """What a saved page answers its own requests with: (recorded replies, the
