@@ -10,6 +10,7 @@ from attnwidget.methods.flow.flow import (
     attention_flow,
     attention_flow_result,
     flow_memory,
+    flow_seconds,
 )
 
-__all__ = ["FlowResult", "attention_flow", "attention_flow_result", "flow_memory"]
+__all__ = ["FlowResult", "attention_flow", "attention_flow_result", "flow_memory", "flow_seconds"]

@@ -78,6 +78,7 @@ from attnwidget.methods.graph import (
     resolve_rows,
 )
 from attnwidget.methods.options import AT_LEAST_ONE, Option, head_fusion_option, layer_option
+from attnwidget.methods.progress import Progress, ProgressArg, check_progress, wanted
 from attnwidget.methods.registry import ScoreContext, register
 
 #: Default memory cap for one flow computation (the graph and work arrays).
@@ -88,6 +89,14 @@ AT_BOUND_ATOL = 1e-9
 #: take ~40 (kept at the figure of the earlier scipy-based solver, so that
 #: ``max_bytes`` refuses the same inputs as before).
 _BYTES_PER_EDGE = 160
+#: Seconds per source row ≈ this × n**2.5 (L ≥ 3), fitted to one source row's
+#: time on softmax attention (L = 6 and 12; n = 64 … 256: 0.03 … 0.7 s) on a
+#: busy 2-core machine; it also matches the 24 s reported for n = 1,024. A
+#: rough figure: certificates finish many rows sooner, machines differ.
+_SECONDS_PER_ROW_N25 = 6e-7
+#: Sinks solved per kernel call while progress is shown (each call starts its
+#: preflow afresh, so fewer, larger chunks lose less of the carried flow).
+_PROGRESS_CHUNKS = 20
 
 
 @dataclass(frozen=True)
@@ -129,6 +138,7 @@ def attention_flow(
     head_fusion: HeadFusion = "mean",
     residual: bool = True,
     max_bytes: int = DEFAULT_MAX_BYTES,
+    progress: ProgressArg = None,
 ) -> np.ndarray:
     """Attention flow of Abnar & Zuidema (ACL 2020): (len(rows), n) array.
 
@@ -146,6 +156,7 @@ def attention_flow(
         head_fusion=head_fusion,
         residual=residual,
         max_bytes=max_bytes,
+        progress=progress,
     ).values
 
 
@@ -158,6 +169,7 @@ def attention_flow_result(
     head_fusion: HeadFusion = "mean",
     residual: bool = True,
     max_bytes: int = DEFAULT_MAX_BYTES,
+    progress: ProgressArg = None,
 ) -> FlowResult:
     """Attention flow (Abnar & Zuidema, 2020) with bounds and certificates.
 
@@ -176,6 +188,14 @@ def attention_flow_result(
             re-normalises rows.
         max_bytes: raise :class:`TooLargeError` instead of building a graph
             that needs more memory than this.
+        progress: None (default): when :func:`flow_seconds` estimates the
+            work at 5 s or more, say so on stderr before it starts and show
+            a progress bar of the (source, token) pairs solved (tqdm, else
+            plain lines); True: always; False: never; a callable
+            ``progress(done, total)`` gets the counts instead. Ctrl-C stops
+            the work (the input is never changed). Shown, each source row's
+            sinks are solved in a few chunks, so the values can differ from an
+            unshown run within :attr:`FlowResult.max_error`.
 
     Returns:
         A :class:`FlowResult`; its arrays have shape (len(rows), n).
@@ -185,6 +205,7 @@ def attention_flow_result(
         IndexError, TypeError: bad ``layer`` or ``rows``.
         TooLargeError: the graph would need more than ``max_bytes``.
     """
+    progress = check_progress(progress)
     _check_size(attentions, layer, max_bytes)
     array = as_attention_array(attentions)
     check_row_sums(array, method="attention flow")
@@ -192,7 +213,8 @@ def attention_flow_result(
     layer_index = resolve_layer(layer, num_layers)
     sources = resolve_rows(rows, n)
     adjusted = add_residual(fuse_heads(array, head_fusion), residual=residual)
-    raw, bound, gap = _max_flows(adjusted, layer_index + 1, sources)
+    estimate = flow_seconds(num_layers, n, sources.size, layer=layer_index)
+    raw, bound, gap = _max_flows(adjusted, layer_index + 1, sources, progress, estimate)
     if normalize:
         sums = raw.sum(axis=1, keepdims=True)
         values = np.divide(raw, sums, out=np.zeros_like(raw), where=sums > 0)
@@ -210,7 +232,11 @@ def attention_flow_result(
 
 
 def _max_flows(
-    adjusted: np.ndarray, top: int, sources: np.ndarray
+    adjusted: np.ndarray,
+    top: int,
+    sources: np.ndarray,
+    progress: ProgressArg = None,
+    estimate: float = 0.0,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Max flows from nodes ``sources`` of node layer ``top`` to every token.
 
@@ -235,14 +261,24 @@ def _max_flows(
     done = certify(adjusted, top, sources, bound)
     raw[done] = bound[done]
     todo_r, todo_j = np.nonzero(~done)
-    if todo_r.size:
-        graph = _push.prepare([adjusted[layer] for layer in range(top - 1)])
+    if not todo_r.size:
+        return raw, bound, gap
+    graph = _push.prepare([adjusted[layer] for layer in range(top - 1)])
+    what = f"attention flow ({sources.size:,} source rows × {n:,} tokens, {top} layers)"
+    with Progress(
+        todo_r.size, "attention flow", "pairs", progress, estimate, announcement=what
+    ) as bar:
+        # One kernel call per row carries the preflow from sink to sink; while
+        # progress is shown the row goes in a few chunks so the bar can move.
+        chunks = _PROGRESS_CHUNKS if wanted(progress, estimate) else 1
         # np.nonzero gives the pairs by row, each row's sinks ascending (neighbours in turn)
         for part in np.split(np.arange(todo_r.size), np.flatnonzero(np.diff(todo_r)) + 1):
-            r, sinks = todo_r[part[0]], todo_j[part]
-            flows = _push.solve_row(graph, source_caps[r], sinks)
-            raw[r, sinks] = flows.value
-            gap[r, sinks] = flows.error
+            for piece in np.array_split(part, min(chunks, part.size)):
+                r, sinks = todo_r[piece[0]], todo_j[piece]
+                flows = _push.solve_row(graph, source_caps[r], sinks)
+                raw[r, sinks] = flows.value
+                gap[r, sinks] = flows.error
+                bar.update(piece.size)
     return raw, bound, gap
 
 
@@ -270,6 +306,20 @@ def _check_size(attentions: object, layer: int, max_bytes: int) -> None:
             "needs only n×n numbers per layer; fewer rows make flow faster, not smaller. "
             "Or raise max_bytes if the memory is there."
         )
+
+
+def flow_seconds(num_layers: int, n: int, rows: int, *, layer: int = -1) -> float:
+    """A rough estimate of :func:`attention_flow_result`'s seconds from the sizes.
+
+    ``rows`` source rows at attention layer ``layer`` over ``n`` tokens: one
+    or two layers are closed forms (no solver); from three on, each row costs
+    about ``6e-7 · n**2.5`` s (measured on a busy 2-core machine: 0.6 s at
+    n = 256, ~20 s at n = 1,024). Certificates often finish a row sooner.
+    """
+    top = layer % num_layers + 1
+    if top <= 2:
+        return 0.0
+    return float(rows) * _SECONDS_PER_ROW_N25 * float(n) ** 2.5
 
 
 def flow_memory(num_layers: int, heads: int, n: int, *, layer: int = -1) -> tuple[int, int]:
