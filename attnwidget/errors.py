@@ -49,3 +49,8 @@ class TruncationWarning(UserWarning):
 
 class ConvergenceWarning(UserWarning):
     """Integrated gradients hit ``max_steps`` with the completeness gap above tolerance."""
+
+
+class ConcurrentUseError(AttnWidgetError, RuntimeError):
+    """Another thread used a model while attnwidget held it, in a way that could change
+    this call's result (e.g. a backward pass reaching parameters frozen for the call)."""

@@ -17,7 +17,7 @@ import attnwidget
 from attnwidget.capture.record import ModelCall
 from attnwidget.errors import InputError, ModelNotSupportedError
 from attnwidget.relevance.chefer import chefer_rules
-from attnwidget.relevance.chefer.attention import chefer_attention
+from attnwidget.relevance.chefer.attention import AttentionCalls, active_pass, chefer_attention
 from attnwidget.relevance.chefer.rules import alpha_beta, matmul_split, residual_add
 from attnwidget.relevance.rerun import TargetScore
 
@@ -81,7 +81,11 @@ def test_attention_halves_at_each_matmul_and_passes_softmax() -> None:
         for _ in range(3)
     )
     module = torch.nn.Module()
-    out, weights = chefer_attention(module, q, k, v, None, scaling=0.5)
+    token = active_pass().set(AttentionCalls())  # a pass in this context: the rules apply
+    try:
+        out, weights = chefer_attention(module, q, k, v, None, scaling=0.5)
+    finally:
+        active_pass().reset(token)
     r = torch.rand(out.shape, generator=g, dtype=torch.float64)
     r_a, r_q, r_k, r_v = relevance_of(out, r, weights, q, k, v)
     total = r.sum()

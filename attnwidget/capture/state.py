@@ -7,43 +7,31 @@ attention only) and autograd switched on, also when the caller is inside
 ``torch.no_grad()`` or ``torch.inference_mode()``. Everything changed here is
 restored on exit, also when the body raises.
 
-One model is one piece of shared state: capture switches its attention
-implementation and LRP installs hooks on it, so two threads explaining the same
-model at once would see each other's changes. :func:`capture_ready` therefore
-holds a re-entrant lock per model (:func:`model_lock`) for its whole body;
-different models do not wait for each other. attnwidget never holds two
-models' locks at once; code that nests ``capture_ready`` of two models must
-take them in the same order in every thread, as with any two locks.
+A model is shared state, and so is every part it shares with other model
+objects (``model`` and ``model.bert`` share modules and the config): capture
+switches the attention implementation and LRP installs hooks, so two threads
+explaining one model, or a model and its backbone, would see each other's
+changes. :func:`capture_ready` therefore holds the re-entrant lock on all of
+the model's parts (:func:`model_lock`, :mod:`.sharing`) for its whole body;
+models that share nothing do not wait for each other. attnwidget never holds
+two unrelated models' locks at once; code that nests ``capture_ready`` of two
+such models must take them in the same order in every thread, as with any two
+locks. Another thread's own forward and backward passes on the model are kept
+off the changed state (:class:`.sharing.ForeignGuard`).
 """
 
 from __future__ import annotations
 
-import threading
-import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import torch
 
-from attnwidget.errors import ModelNotSupportedError
+from attnwidget.capture.sharing import ForeignGuard, all_configs, model_lock
+from attnwidget.errors import ConcurrentUseError, ModelNotSupportedError
 
-# One re-entrant lock per model: re-entrant because explain() holds it while
-# methods re-run the model (integrated gradients, LRP), which enter
-# capture_ready again in the same thread. Weak keys, so a model that is no
-# longer used is garbage collected with its lock; _LOCKS_GUARD makes "get or
-# create" atomic so two threads never get two different locks for one model.
-_LOCKS: weakref.WeakKeyDictionary[Any, threading.RLock] = weakref.WeakKeyDictionary()
-_LOCKS_GUARD = threading.Lock()
-
-
-def model_lock(model: torch.nn.Module) -> threading.RLock:
-    """The re-entrant lock :func:`capture_ready` holds for ``model`` (one per model)."""
-    with _LOCKS_GUARD:
-        lock = _LOCKS.get(model)
-        if lock is None:
-            lock = _LOCKS[model] = threading.RLock()
-        return lock
+__all__ = ["all_configs", "attention_implementation", "autograd_on", "capture_ready", "model_lock"]
 
 
 @contextmanager
@@ -81,20 +69,6 @@ def _refuse_inference_parameters(model: torch.nn.Module) -> None:
                 "created or loaded inside torch.inference_mode()); autograd cannot save "
                 "inference tensors for the backward pass that explain() needs. " + _LOAD_OUTSIDE
             )
-
-
-def all_configs(model: torch.nn.Module, modules: list[torch.nn.Module] | None = None) -> list[Any]:
-    """Every config object reachable from the model (sub-configs included), once each."""
-    seen: dict[int, Any] = {}
-    pending = [getattr(m, "config", None) for m in (modules or model.modules())]
-    while pending:
-        config = pending.pop()
-        if config is None or id(config) in seen or not hasattr(config, "to_dict"):
-            continue
-        seen[id(config)] = config
-        for key in getattr(config, "sub_configs", {}) or {}:
-            pending.append(getattr(config, key, None))
-    return list(seen.values())
 
 
 @contextmanager
@@ -149,26 +123,47 @@ def _prepared(model: torch.nn.Module) -> Iterator[None]:
         (config, config.__dict__.get("_attn_implementation_internal"))
         for config in all_configs(model, modules)
     ]
+    # After the snapshot, so that restoring the hooks removes the guard's too.
+    guard = ForeignGuard(modules, [param for param, _ in flags])
     try:
-        for module in modules:
-            # object.__setattr__ skips nn.Module's slow attribute routing;
-            # ``training`` is a plain attribute (this is what eval() sets).
-            object.__setattr__(module, "training", False)
-        for param, flag in flags:
-            if flag:
-                param.requires_grad_(False)
-        _switch_to_eager(model)
-        yield
+        with guard.changed():
+            try:
+                for module in modules:
+                    # object.__setattr__ skips nn.Module's slow attribute routing;
+                    # ``training`` is a plain attribute (this is what eval() sets).
+                    object.__setattr__(module, "training", False)
+                for param, flag in flags:
+                    if flag:
+                        param.requires_grad_(False)
+                _switch_to_eager(model)
+                yield
+            finally:
+                # Everything is put back before the hooks (the guard's among
+                # them) go: a waiting pass of another thread sees the model whole.
+                for param, flag in flags:
+                    if param.requires_grad != flag:
+                        param.requires_grad_(flag)
+                for module, mode in zip(modules, modes, strict=True):
+                    object.__setattr__(module, "training", mode)
+                for config, implementation in implementations:
+                    if (
+                        "_attn_implementation_internal" in config.__dict__
+                        or implementation is not None
+                    ):
+                        config._attn_implementation_internal = implementation
+                _restore_hooks(hooks)
     finally:
-        _restore_hooks(hooks)
-        for param, flag in flags:
-            if param.requires_grad != flag:
-                param.requires_grad_(flag)
-        for module, mode in zip(modules, modes, strict=True):
-            object.__setattr__(module, "training", mode)
-        for config, implementation in implementations:
-            if "_attn_implementation_internal" in config.__dict__ or implementation is not None:
-                config._attn_implementation_internal = implementation
+        guard.remove()
+    if guard.disturbed:
+        raise ConcurrentUseError(
+            f"another thread ran a backward pass through {type(model).__name__}'s parameters "
+            "while explain() had frozen them (requires_grad=False) for its own pass; that "
+            "pass kept its gradients (the parameters were unfrozen for it), but this "
+            "result could depend on the change, so none is returned. Run your training "
+            "steps and explain() one after the other (or hold "
+            "attnwidget.capture.state.model_lock(model) around your step), then call "
+            "explain() again."
+        )
 
 
 def register_recorded_outputs(modules: list[torch.nn.Module]) -> None:

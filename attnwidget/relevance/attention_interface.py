@@ -22,9 +22,10 @@ once), and later calls return at once.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from attnwidget.errors import ModelNotSupportedError
 
@@ -70,6 +71,52 @@ def repeat_kv_heads(tensor: Any, heads: int) -> Any:
             f"{heads} query heads cannot share {tensor.shape[1]} key/value heads evenly."
         )
     return tensor.repeat_interleave(heads // tensor.shape[1], dim=1)
+
+
+def eager_attention(
+    query: Any, key: Any, value: Any, attention_mask: Any, scaling: float | None
+) -> tuple[Any, Any]:
+    """Plain eager softmax attention, no rule: what a pass outside the engine's thread gets.
+
+    The model's config names the registered function for every thread, so a
+    forward pass of another thread lands here while a relevance pass runs; it
+    must get the numbers of transformers' eager attention (no dropout: the
+    relevance engines run in eval mode, and another thread's training pass
+    on a model being explained waits, see :mod:`attnwidget.capture.sharing`).
+    Returns ``(output (B, n, H, d), attention (B, H, n, m))``.
+    """
+    import torch
+
+    key = repeat_kv_heads(key, query.shape[1])
+    value = repeat_kv_heads(value, query.shape[1])
+    logits = torch.matmul(query, key.transpose(-1, -2)) * default_scaling(query, scaling)
+    if attention_mask is not None:
+        logits = logits + attention_mask
+    weights = softmax_weights(logits, query)
+    return torch.matmul(weights, value).transpose(1, 2).contiguous(), weights
+
+
+Hook = TypeVar("Hook", bound=Callable[..., Any])
+
+
+def this_thread_only(hook: Hook) -> Hook:
+    """``hook`` acting only in the thread that calls this; a no-op (None) in any other.
+
+    Module hooks fire for every thread's pass, but a relevance pass runs in
+    one thread (its attention function finds it through a context variable);
+    another thread's forward pass on the same modules must see the plain
+    model, not the rules. A forward hook or pre-hook returning None leaves
+    the output or input as it is.
+    """
+    owner = threading.get_ident()
+
+    @functools.wraps(hook)
+    def scoped(*args: Any, **kwargs: Any) -> Any:
+        if threading.get_ident() != owner:
+            return None
+        return hook(*args, **kwargs)
+
+    return scoped  # type: ignore[return-value]
 
 
 def register_attention(name: str, function: Callable[..., Any], *, required: bool = True) -> bool:

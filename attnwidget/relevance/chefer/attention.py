@@ -36,6 +36,7 @@ from attnwidget.errors import ModelNotSupportedError
 from attnwidget.relevance.attention_interface import (
     check_plain_attention,
     default_scaling,
+    eager_attention,
     register_attention,
     repeat_kv_heads,
     softmax_weights,
@@ -157,9 +158,10 @@ def chefer_attention(
             f"positions (cross-attention or a cache); the paper's rules cover self-attention; "
             f"{_HINT}"
         )
+    if calls is None:  # no pass in this thread's context: plain eager, no rule
+        return eager_attention(query, key, value, attention_mask, scaling)
     scaling = default_scaling(query, scaling)
-    if calls is not None:
-        query, key = _unrotate(query, calls), _unrotate(key, calls)
+    query, key = _unrotate(query, calls), _unrotate(key, calls)
     key = repeat_kv_heads(key, query.shape[1])
     value = repeat_kv_heads(value, query.shape[1])
     # Q·Kᵀ unscaled, as in the authors' code (the split does not depend on a
@@ -171,8 +173,7 @@ def chefer_attention(
         logits = logits + attention_mask
     weights = pass_through(raw, softmax_weights(logits, query))
     output = matmul_split(weights, value, 0.5)
-    if calls is not None:
-        calls.modules.append(module)
+    calls.modules.append(module)
     return output.transpose(1, 2).contiguous(), weights
 
 

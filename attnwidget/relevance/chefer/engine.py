@@ -68,6 +68,7 @@ from torch.utils.hooks import RemovableHandle
 
 from attnwidget.capture.state import all_configs
 from attnwidget.errors import ModelNotSupportedError
+from attnwidget.relevance.attention_interface import this_thread_only
 from attnwidget.relevance.chefer.attention import (
     _HINT,
     IMPLEMENTATION,
@@ -255,6 +256,9 @@ def _install(
     handles: list[RemovableHandle],
     rules: dict[str, LeafRule],
 ) -> None:
+    # Every hook acts only in this thread: another thread's pass on the model
+    # (module hooks fire for any thread) stays plain and records nothing here.
+    scoped = this_thread_only
     for name, module in model.named_modules():
         rule = rules.get(name or type(model).__name__)
         if rule is not None and rule.kind == ALPHA_BETA:
@@ -264,10 +268,10 @@ def _install(
 
             handles.append(
                 module.register_forward_pre_hook(
-                    _resolving_pre_hook(recorder, "input"), with_kwargs=True
+                    scoped(_resolving_pre_hook(recorder, "input")), with_kwargs=True
                 )
             )
-            handles.append(module.register_forward_hook(linear))
+            handles.append(module.register_forward_hook(scoped(linear)))
         elif rule is not None and rule.kind == UNCHANGED:
 
             def unchanged(_mod: nn.Module, args: tuple, out: torch.Tensor) -> torch.Tensor:
@@ -275,15 +279,17 @@ def _install(
 
             handles.append(
                 module.register_forward_pre_hook(
-                    _resolving_pre_hook(recorder, "input"), with_kwargs=True
+                    scoped(_resolving_pre_hook(recorder, "input")), with_kwargs=True
                 )
             )
-            handles.append(module.register_forward_hook(unchanged))
+            handles.append(module.register_forward_hook(scoped(unchanged)))
         elif isinstance(module, nn.ModuleList):
             for block in module:
                 hook = _resolving_pre_hook(recorder, "hidden_states", on_block=True)
-                handles.append(block.register_forward_pre_hook(hook, with_kwargs=True))
-    handles.append(model.register_forward_hook(lambda _m, _a, out: _check(model, recorder, out)))
+                handles.append(block.register_forward_pre_hook(scoped(hook), with_kwargs=True))
+    handles.append(
+        model.register_forward_hook(scoped(lambda _m, _a, out: _check(model, recorder, out)))
+    )
 
 
 def _check(model: nn.Module, recorder: CheferRecorder, output: Any) -> Any:

@@ -19,6 +19,7 @@ from torch import nn
 
 from attnwidget.capture.state import all_configs
 from attnwidget.errors import ModelNotSupportedError
+from attnwidget.relevance.attention_interface import this_thread_only
 from attnwidget.relevance.lrp.attention import (
     IMPLEMENTATION,
     AttentionLedger,
@@ -226,6 +227,9 @@ def _install_probes(model: nn.Module, recorder: LRPRecorder, installer: Installe
 
     state.on_source = joined
 
+    # Only in this thread: another thread's pass on the model records nothing here.
+    before, after = this_thread_only(before), this_thread_only(after)
+    source = this_thread_only(source)
     for module in model.modules():
         if id(module) in blocks:
             installer.handles.append(module.register_forward_pre_hook(before, with_kwargs=True))

@@ -54,6 +54,7 @@ import torch
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
+from attnwidget.relevance.attention_interface import this_thread_only
 from attnwidget.relevance.lrp.inline import InlineState
 from attnwidget.relevance.lrp.rules import epsilon_rule, identity_rule
 from attnwidget.relevance.lrp.structure import (
@@ -166,9 +167,12 @@ def _install(module: nn.Module, installer: Installer, rule: OutputRule | None) -
                 state.stack.pop()
 
     # always_call: the stack and the suspension unwind even if the module raises
-    # and the model catches it (rules must not stay off for the rest of the pass)
-    installer.handles.append(module.register_forward_pre_hook(enter))
-    installer.handles.append(module.register_forward_hook(leave, always_call=True))
+    # and the model catches it (rules must not stay off for the rest of the pass).
+    # Only in this thread: another thread's pass on the model stays plain.
+    installer.handles.append(module.register_forward_pre_hook(this_thread_only(enter)))
+    installer.handles.append(
+        module.register_forward_hook(this_thread_only(leave), always_call=True)
+    )
 
 
 def _track(module: nn.Module, installer: Installer) -> None:
@@ -183,8 +187,10 @@ def _track(module: nn.Module, installer: Installer) -> None:
         if state.stack and state.stack[-1] is module:
             state.stack.pop()
 
-    installer.handles.append(module.register_forward_pre_hook(enter))
-    installer.handles.append(module.register_forward_hook(leave, always_call=True))
+    installer.handles.append(module.register_forward_pre_hook(this_thread_only(enter)))
+    installer.handles.append(
+        module.register_forward_hook(this_thread_only(leave), always_call=True)
+    )
 
 
 def roles(model: nn.Module) -> dict[str, Role]:
