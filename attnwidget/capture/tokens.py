@@ -76,29 +76,111 @@ def readable_token(
     return text if text.strip() else "␣"
 
 
-def max_length(model: Any, tokenizer: Any) -> int | None:
-    """The longest input the model accepts (position embeddings), if known."""
+class LengthLimit(int):
+    """The longest input (an int), with what sets it, for the messages that cite it.
+
+    ``source`` is ``"model"`` (its position embeddings, ``field`` the config
+    field), ``"tokenizer"`` (its ``model_max_length``, below the model's
+    ``positions``) or ``"reserved"`` (RoBERTa-style positions less the rows
+    kept for padding). An int, so every caller comparing lengths reads it as one.
+    """
+
+    source: str
+    field: str
+    positions: int | None
+
+    def __new__(cls, value: int, source: str, field: str, positions: int | None) -> LengthLimit:
+        limit = super().__new__(cls, value)
+        limit.source, limit.field, limit.positions = source, field, positions
+        return limit
+
+    def fix(self) -> str:
+        """What sets the limit and how to live with it, for a "too long" message."""
+        if self.source == "tokenizer":
+            raise_it = (
+                f"raise it with tokenizer.model_max_length = {self.positions}, "
+                if self.positions
+                else ""
+            )
+            return (
+                f"the tokenizer's model_max_length is {int(self)} (the model's position "
+                f"embeddings allow {self.positions or 'more'}); {raise_it}shorten the text"
+            )
+        if self.source == "reserved":
+            return (
+                f"the model accepts at most {int(self)} tokens (its "
+                f"config.{self.field} is {self.positions}, less "
+                f"{(self.positions or 0) - int(self)} positions RoBERTa-style models reserve "
+                "for padding); shorten the text"
+            )
+        return (
+            f"the model accepts at most {int(self)} tokens (its config.{self.field}: it has "
+            "no position embeddings past that); shorten the text"
+        )
+
+
+def max_length(model: Any, tokenizer: Any) -> LengthLimit | None:
+    """The longest input the model accepts (position embeddings), if known.
+
+    The tokenizer's ``model_max_length`` counts when it is lower: a checkpoint
+    may ship a tokenizer capped below its model, and the model was trained to it.
+    """
     config = getattr(model, "config", None)
-    limits = []
+    positions, field = None, ""
     for attr in ("max_position_embeddings", "n_positions", "n_ctx"):
         value = getattr(config, attr, None)
         if isinstance(value, int) and value > 0:
-            limits.append(value)
+            positions, field = value, attr
             break
     tokenizer_limit = getattr(tokenizer, "model_max_length", None)
-    if isinstance(tokenizer_limit, int) and 0 < tokenizer_limit < 1_000_000:
-        limits.append(tokenizer_limit)
-    if not limits:
-        return None
-    limit = min(limits)
+    if not (isinstance(tokenizer_limit, int) and 0 < tokenizer_limit < 1_000_000):
+        tokenizer_limit = None  # transformers' "no limit" is a huge sentinel
+    model_limit = None if positions is None else LengthLimit(positions, "model", field, positions)
     # RoBERTa-style models (XLM-R, CamemBERT, renamed copies) count positions
     # from padding_idx + 1, so they reserve padding_idx + 1 rows.
     reserved = _reserved_positions(model)
     if reserved is None and getattr(config, "model_type", "") in _ROBERTA_TYPES:
         reserved = (getattr(config, "pad_token_id", 1) or 1) + 1
-    if reserved:
-        limit = min(limit, getattr(config, "max_position_embeddings", limit) - reserved)
-    return limit
+    table = getattr(config, "max_position_embeddings", None)
+    if reserved and isinstance(table, int) and (positions is None or table - reserved < positions):
+        model_limit = LengthLimit(table - reserved, "reserved", "max_position_embeddings", table)
+    if tokenizer_limit is not None and (model_limit is None or tokenizer_limit < model_limit):
+        allowed = None if model_limit is None else int(model_limit)
+        return LengthLimit(tokenizer_limit, "tokenizer", field, allowed)
+    return model_limit
+
+
+def vocabulary_size(model: Any) -> int | None:
+    """Rows of the model's input embedding (the ids it can read), if known."""
+    get = getattr(model, "get_input_embeddings", None)
+    embedding = get() if callable(get) else None
+    rows = getattr(embedding, "num_embeddings", None)
+    if not isinstance(rows, int):
+        rows = getattr(getattr(model, "config", None), "vocab_size", None)
+    return rows if isinstance(rows, int) and rows > 0 else None
+
+
+def check_vocabulary(model: Any, tokenizer: Any, ids: Sequence[int]) -> None:
+    """Refuse ids past the model's embedding: the tokenizer belongs to another model.
+
+    Checked before the model runs; the embedding lookup would otherwise fail
+    with torch's bare ``IndexError: index out of range in self``. A tokenizer
+    smaller than the embedding is fine (models pad their vocabulary).
+    """
+    rows = vocabulary_size(model)
+    if rows is None or not ids or max(ids) < rows:
+        return
+    config = getattr(model, "config", None)
+    name = getattr(config, "name_or_path", "") or getattr(config, "_name_or_path", "")
+    where = repr(name) if name else "the model's name or folder"
+    size = len(tokenizer) if hasattr(tokenizer, "__len__") else "?"
+    raise InputError(
+        f"the tokenizer gave token id {max(ids)}, but {type(model).__name__}'s input "
+        f"embedding has {rows} rows (ids 0 … {rows - 1}): the tokenizer "
+        f"({type(tokenizer).__name__}, a vocabulary of {size} tokens) does not belong to this "
+        f"model (a vocabulary of {rows}). Pass the tokenizer saved with the model, e.g. "
+        f"AutoTokenizer.from_pretrained({where})."
+    )
 
 
 _ROBERTA_TYPES = {"roberta", "xlm-roberta", "camembert"}
@@ -136,18 +218,23 @@ def encode(
         )
     if not text.strip():
         raise InputError("text is empty; pass at least one word to explain.")
-    if text_pair is not None and (not isinstance(text_pair, str) or not text_pair.strip()):
+    if text_pair is not None and not isinstance(text_pair, str):
+        raise InputError(
+            f"text_pair is {describe_value(text_pair)}; pass the second sentence as a string "
+            "(or a list of them, one per text), or leave it as None."
+        )
+    if text_pair is not None and not text_pair.strip():
         raise InputError("text_pair is empty; pass the second sentence or leave it as None.")
     encoding = tokenizer(text, text_pair, add_special_tokens=True, truncation=False)
     length = len(encoding["input_ids"])
     if limit is not None and length > limit:
         if not truncation:
             raise InputError(
-                f"text is {length} tokens long but the model accepts at most {limit}; "
-                "shorten it or pass truncation=True to keep the first tokens."
+                f"text is {length} tokens long but {_limit_fix(limit)}, or pass "
+                "truncation=True to keep the first tokens."
             )
         warnings.warn(
-            f"text truncated from {length} to {limit} tokens (the model's maximum length).",
+            f"text truncated from {length} to {limit} tokens ({_limit_name(limit)}).",
             TruncationWarning,
             stacklevel=4,
         )
@@ -155,6 +242,26 @@ def encode(
             text, text_pair, add_special_tokens=True, truncation=True, max_length=limit
         )
     return encoding
+
+
+def _limit_fix(limit: int) -> str:
+    return limit.fix() if isinstance(limit, LengthLimit) else f"the model accepts at most {limit}"
+
+
+def _limit_name(limit: int) -> str:
+    if isinstance(limit, LengthLimit) and limit.source == "tokenizer":
+        return "the tokenizer's model_max_length"
+    return "the model's maximum length"
+
+
+def describe_value(value: Any) -> str:
+    """A value in words for messages: "an int (5)", "a bytes (b'ab')", "a list"."""
+    kind = type(value).__name__
+    article = "an" if kind[:1].lower() in "aeiou" else "a"
+    if isinstance(value, (int, float, bytes, str)) and not isinstance(value, bool):
+        shown = repr(value)
+        return f"{article} {kind} ({shown[:40] + '…' if len(shown) > 40 else shown})"
+    return f"{article} {kind}"
 
 
 def second_segment_start(encoding: Any) -> int | None:

@@ -10,10 +10,8 @@ import numpy as np
 from attnwidget._keywords import check_keywords
 from attnwidget.capture import (
     ENCODER,
-    ENCODER_DECODER,
     IMAGE,
     AttentionRecord,
-    Item,
     capture,
     capture_ready,
     model_kind,
@@ -22,13 +20,20 @@ from attnwidget.capture.image_inputs import ImageLike
 from attnwidget.capture.kinds import is_bare_encoder
 from attnwidget.capture.run import default_query
 from attnwidget.capture.targets import Target, resolve_query_index
-from attnwidget.capture.tokens import encode, max_length, second_segment_start
+from attnwidget.capture.tokens import max_length
 from attnwidget.errors import InputError
 from attnwidget.methods import ScoreContext, available_methods, compute_scores, get_method
 from attnwidget.methods.keep import keep_plan
 from attnwidget.methods.registry import resolve_method_options
 from attnwidget.pipeline.image import explain_images
-from attnwidget.pipeline.inputs import as_text_list, broadcast, check_layer_options
+from attnwidget.pipeline.inputs import (
+    as_text_list,
+    broadcast,
+    check_layer_options,
+    check_model,
+    check_tokenizer,
+    text_item,
+)
 from attnwidget.pipeline.similarity import explain_embeddings
 from attnwidget.relevance.rerun import TargetScore, target_probability
 from attnwidget.results.explanation import Explanation
@@ -202,7 +207,9 @@ def explain(
         InputError: bad text, target, query_index or method_options; the model
             is left as it was.
     """
+    check_model(model)  # a name, None, or no weights: refused before anything runs
     if is_bare_encoder(model):  # sentence embeddings: attnwidget.explain_similarity
+        check_tokenizer(tokenizer, model, "explain")
         return explain_embeddings(model, tokenizer, text, locals())
     if pooling is not None or (isinstance(target, str) and target == "similarity"):
         raise InputError(
@@ -214,6 +221,7 @@ def explain(
     kind = model_kind(model)
     if kind == IMAGE:
         return _explain_image(model, tokenizer, text, locals())
+    check_tokenizer(tokenizer, model, "explain")
     texts, single = as_text_list(text, "text")
     pairs = broadcast(text_pair, len(texts), "text_pair")
     targets = target if isinstance(target, list) else [target] * len(texts)
@@ -228,7 +236,7 @@ def explain(
     keep, smallest = keep_plan(keep, [get_method(name) for name in names], options)
     limit = max_length(model, tokenizer)
     items = [
-        _item(
+        text_item(
             model,
             tokenizer,
             t,
@@ -321,38 +329,6 @@ def _runs(targets: list[Any]) -> list[tuple[int, int]]:
             runs.append((start, index))
             start = index
     return runs
-
-
-def _item(
-    model: Any,
-    tokenizer: Any,
-    text: str,
-    pair: str | None,
-    *,
-    kind: str,
-    limit: int | None,
-    truncation: bool,
-    decoder_text: str | None,
-) -> Item:
-    encoding = encode(tokenizer, text, text_pair=pair, limit=limit, truncation=truncation)
-    decoder_ids = None
-    if kind == ENCODER_DECODER:
-        start = getattr(model.config, "decoder_start_token_id", None)
-        if start is None:
-            start = getattr(model.generation_config, "decoder_start_token_id", None)
-        if start is None:
-            raise InputError("the model's config has no decoder_start_token_id; set it.")
-        decoder_ids = [int(start)]
-        if decoder_text:
-            decoder_ids += tokenizer(decoder_text, add_special_tokens=False)["input_ids"]
-    elif decoder_text is not None:
-        raise InputError("decoder_text is only for encoder–decoder models (T5, BART).")
-    return Item(
-        input_ids=list(encoding["input_ids"]),
-        token_type_ids=list(encoding["token_type_ids"]) if "token_type_ids" in encoding else None,
-        sentence_b_start=second_segment_start(encoding) if pair is not None else None,
-        decoder_ids=decoder_ids,
-    )
 
 
 def _check_pooled_row(

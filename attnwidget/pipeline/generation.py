@@ -22,12 +22,19 @@ from attnwidget._keywords import check_keywords
 from attnwidget.capture import CAUSAL_LM, ENCODER_DECODER, capture_ready, model_kind
 from attnwidget.capture.generation import StepCapture, capture_steps, check_ids, decode
 from attnwidget.capture.run import Item
-from attnwidget.capture.tokens import encode, max_length, token_label
+from attnwidget.capture.tokens import (
+    LengthLimit,
+    check_vocabulary,
+    describe_value,
+    encode,
+    max_length,
+    token_label,
+)
 from attnwidget.errors import InputError, ModelNotSupportedError
 from attnwidget.methods import ScoreContext, compute_scores, get_method
 from attnwidget.methods.registry import resolve_method_options
 from attnwidget.pipeline.explain import DEFAULT_METHODS, _explanation
-from attnwidget.pipeline.inputs import present
+from attnwidget.pipeline.inputs import check_model, check_tokenizer, present
 from attnwidget.results.explanation import Explanation
 from attnwidget.results.generation import GenerationExplanation
 
@@ -90,6 +97,7 @@ def explain_generation(
         ModelNotSupportedError: the model does not generate text (a classifier,
             a masked LM or a bare encoder).
     """
+    check_model(model)
     kind = model_kind(model)
     if kind not in (CAUSAL_LM, ENCODER_DECODER):
         raise ModelNotSupportedError(
@@ -98,6 +106,7 @@ def explain_generation(
             "encoder–decoder LM (AutoModelForSeq2SeqLM: T5, BART), or explain one prediction "
             "with attnwidget.explain(model, tokenizer, text)."
         )
+    check_tokenizer(tokenizer, model, "explain_generation")
     if not isinstance(text, str):
         raise InputError(f"text: the prompt must be a string, got {type(text).__name__}.")
     if not text.strip():
@@ -106,21 +115,30 @@ def explain_generation(
         raise InputError(f"max_new_tokens must be an int, got {type(max_new_tokens).__name__}.")
     if max_new_tokens < 1:
         raise InputError(f"max_new_tokens={max_new_tokens}; generate at least 1 token.")
+    if seed is not None and (
+        isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer))
+    ):  # checked with or without do_sample: a bad seed is a mistake either way
+        raise InputError(
+            f"seed={seed!r} is {describe_value(seed)}; pass an int (e.g. seed=0) to make "
+            "sampling repeatable, or None for torch's global generator."
+        )
     if isinstance(methods, str):
         raise InputError(f"methods={methods!r} is a string; pass a list, e.g. [{methods!r}].")
     names = list(DEFAULT_METHODS if methods is None else methods)
     options = resolve_method_options([get_method(name) for name in names], method_options)
     limit = max_length(model, tokenizer)
     encoding = encode(tokenizer, text, text_pair=None, limit=limit, truncation=False)
+    check_vocabulary(model, tokenizer, list(encoding["input_ids"]))
     item = _prompt_item(model, encoding, kind)
     forced = _forced_ids(tokenizer, generated, _vocab_size(model, tokenizer))
     budget = len(forced) if forced is not None else int(max_new_tokens)
     used = len(item.input_ids) if kind == CAUSAL_LM else 1
     if limit is not None and used + budget - 1 > limit:
+        where = limit.fix() if isinstance(limit, LengthLimit) else f"the model accepts {limit}"
         raise InputError(
             f"the prompt ({used} tokens) and {budget} new tokens need {used + budget - 1} "
-            f"positions but the model accepts at most {limit}; shorten the prompt or lower "
-            "max_new_tokens."
+            f"positions but {where.replace('shorten the text', 'shorten the prompt')} or "
+            "lower max_new_tokens."
         )
     gradients = any(get_method(name).explains_target for name in names)
     values = any("head_values" in get_method(name).needs for name in names)

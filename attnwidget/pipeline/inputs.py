@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from attnwidget.capture.image_inputs import is_image_like
+from attnwidget.capture.kinds import ENCODER_DECODER
+from attnwidget.capture.run import Item, model_device
+from attnwidget.capture.tokens import (
+    check_vocabulary,
+    describe_value,
+    encode,
+    second_segment_start,
+)
 from attnwidget.errors import InputError
 
 T = TypeVar("T")
@@ -51,18 +60,123 @@ def as_text_list(value: Any, name: str) -> tuple[list[str], bool]:
         )
     if isinstance(value, str):
         return [value], True
-    if isinstance(value, Sequence) and value and all(isinstance(v, str) for v in value):
+    if isinstance(value, Sequence) and not isinstance(value, bytes):
+        if not value:
+            raise InputError(f"{name} is an empty list; pass at least one text.")
+        for index, item in enumerate(value):
+            if not isinstance(item, str):  # name the item, not just "got list"
+                raise InputError(
+                    f"{name}[{index}] is {describe_value(item)}; pass a string or a list of "
+                    "strings (one text each)."
+                )
         return list(value), False
-    if isinstance(value, Sequence) and not value:
-        raise InputError(f"{name} is an empty list; pass at least one text.")
-    raise InputError(f"{name} must be a string or a list of strings, got {type(value).__name__}.")
+    raise InputError(f"{name} is {describe_value(value)}; pass a string or a list of strings.")
 
 
 def broadcast(value: Any, count: int, name: str) -> list[str | None]:
     """``value`` (None, one text, or one per text) as one value per text."""
     if value is None or isinstance(value, str):
         return [value] * count
+    if not isinstance(value, Sequence) or isinstance(value, bytes):
+        raise InputError(
+            f"{name} is {describe_value(value)}; pass a string, a list of strings (one per "
+            "text), or None."
+        )
     values = list(value)
     if len(values) != count:
         raise InputError(f"{len(values)} values for {name} but {count} texts; pass one per text.")
+    for index, item in enumerate(values):
+        if item is not None and not isinstance(item, str):
+            raise InputError(
+                f"{name}[{index}] is {describe_value(item)}; pass a string (or None for a "
+                "text without one)."
+            )
     return values
+
+
+def check_model(model: Any) -> None:
+    """Refuse what cannot be a loaded model, before anything runs: a name, None, no weights."""
+    if isinstance(model, (str, os.PathLike)):
+        name = os.fspath(model)
+        raise InputError(
+            f"model is the name {name!r}, not a model; pass the loaded model, e.g. "
+            f"AutoModelForSequenceClassification.from_pretrained({name!r}) (or "
+            "AutoModelForCausalLM, AutoModelForMaskedLM, AutoModelForSeq2SeqLM, AutoModel "
+            "for the head you explain), with its tokenizer "
+            f"AutoTokenizer.from_pretrained({name!r})."
+        )
+    if model is None:
+        raise InputError(
+            "model is None; pass a loaded model, e.g. "
+            "AutoModelForSequenceClassification.from_pretrained(name)."
+        )
+    parameters = getattr(model, "parameters", None)
+    if callable(parameters) and model_device(model).type == "meta":
+        # Inputs go to the first parameter's device; a meta tensor has a shape
+        # but no values, so torch would fail deep inside the forward pass.
+        raise InputError(
+            f"{type(model).__name__}'s parameters are on the meta device: the model has no "
+            "weights (it was built under torch.device('meta') or init_empty_weights(), or "
+            "loaded with a device_map that left them there). Load its weights first, e.g. "
+            "with from_pretrained(...) and no device_map, or model.to_empty(device='cpu') "
+            "followed by model.load_state_dict(...)."
+        )
+
+
+def check_tokenizer(tokenizer: Any, model: Any, call: str) -> None:
+    """Refuse a missing tokenizer, or a text where the tokenizer goes, naming the fix.
+
+    ``call`` is how the user calls the function, e.g. ``"explain"``.
+    """
+    config = getattr(model, "config", None)
+    name = getattr(config, "name_or_path", "") or getattr(config, "_name_or_path", "")
+    load = f"AutoTokenizer.from_pretrained({name!r})" if name else "AutoTokenizer.from_pretrained"
+    if tokenizer is None:
+        raise InputError(f"tokenizer is None; pass the model's tokenizer, e.g. {load}.")
+    if isinstance(tokenizer, str):  # the text given where the tokenizer goes
+        shown = tokenizer if len(tokenizer) <= 40 else tokenizer[:40] + "…"
+        raise InputError(
+            f"tokenizer is the str {shown!r}, not a tokenizer: was the tokenizer left out? "
+            f"Call {call}(model, tokenizer, {shown!r}), with the model's tokenizer, e.g. "
+            f"{load}."
+        )
+    if not callable(tokenizer):
+        raise InputError(
+            f"tokenizer is {describe_value(tokenizer)}, which cannot tokenise text; pass the "
+            f"model's tokenizer, e.g. {load}."
+        )
+
+
+def text_item(
+    model: Any,
+    tokenizer: Any,
+    text: str,
+    pair: str | None,
+    *,
+    kind: str,
+    limit: int | None,
+    truncation: bool,
+    decoder_text: str | None,
+) -> Item:
+    """One text (and its pair) tokenised as capture takes it; ids checked against the model."""
+    encoding = encode(tokenizer, text, text_pair=pair, limit=limit, truncation=truncation)
+    check_vocabulary(model, tokenizer, list(encoding["input_ids"]))
+    decoder_ids = None
+    if kind == ENCODER_DECODER:
+        start = getattr(model.config, "decoder_start_token_id", None)
+        if start is None:
+            start = getattr(model.generation_config, "decoder_start_token_id", None)
+        if start is None:
+            raise InputError("the model's config has no decoder_start_token_id; set it.")
+        decoder_ids = [int(start)]
+        if decoder_text:
+            decoder_ids += tokenizer(decoder_text, add_special_tokens=False)["input_ids"]
+            check_vocabulary(model, tokenizer, decoder_ids)
+    elif decoder_text is not None:
+        raise InputError("decoder_text is only for encoder–decoder models (T5, BART).")
+    return Item(
+        input_ids=list(encoding["input_ids"]),
+        token_type_ids=list(encoding["token_type_ids"]) if "token_type_ids" in encoding else None,
+        sentence_b_start=second_segment_start(encoding) if pair is not None else None,
+        decoder_ids=decoder_ids,
+    )

@@ -39,7 +39,7 @@ from attnwidget.capture.similarity import (
     pool_weights,
 )
 from attnwidget.capture.targets import resolve_query_index
-from attnwidget.capture.tokens import encode, max_length
+from attnwidget.capture.tokens import check_vocabulary, encode, max_length
 from attnwidget.errors import InputError
 from attnwidget.methods import ScoreContext, compute_scores, get_method
 from attnwidget.methods.registry import resolve_method_options
@@ -99,6 +99,7 @@ def explain_embeddings(
 
     def item(value: str) -> Item:
         encoding = encode(tokenizer, value, text_pair=None, limit=limit, truncation=truncation)
+        check_vocabulary(model, tokenizer, list(encoding["input_ids"]))
         types = encoding.get("token_type_ids")
         return Item(list(encoding["input_ids"]), None if types is None else list(types), None)
 

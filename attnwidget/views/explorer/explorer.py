@@ -35,6 +35,7 @@ from attnwidget.capture.targets import Target
 from attnwidget.capture.tokens import max_length as model_max_length
 from attnwidget.capture.tokens import token_label
 from attnwidget.errors import InputError
+from attnwidget.pipeline.inputs import check_model, check_tokenizer
 from attnwidget.results.explanation import Explanation
 from attnwidget.views.core.format import format_number
 from attnwidget.views.core.selection import renamed_keyword
@@ -151,6 +152,8 @@ class Explorer(ExplorerBase):
             raise TypeError(f"text must be a string, got {type(text).__name__}.")
         if text_pair is not None and not isinstance(text_pair, str):
             raise TypeError(f"text_pair must be a string, got {type(text_pair).__name__}.")
+        check_model(model)  # a model name, None, no weights; then a forgotten tokenizer
+        check_tokenizer(tokenizer, model, "Explorer")
         self._bare = is_bare_encoder(model)
         self._kind = ENCODER if self._bare else model_kind(model)  # refuses headless others
         if pooling is not None and not self._bare:
