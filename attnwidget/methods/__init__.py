@@ -36,6 +36,7 @@ from attnwidget.methods.registry import (
     register,
     resolve_method_options,
 )
+from attnwidget.methods.registry_checks import check_scores
 
 __all__ = [
     "MethodInfo",
@@ -108,7 +109,7 @@ def compute_scores(
         if isinstance(result, tuple):
             result, extra = result
             details[spec.name] = extra
-        scores[spec.name] = np.asarray(result, dtype=np.float32)
+        scores[spec.name] = check_scores(spec, result, context)  # (n,), or names the method
     return scores, details
 
 

@@ -30,6 +30,8 @@ def raw_attention(
         (L, n, n), or (n, n) when ``layer`` is given. Row i is what token i
         attends to.
     """
+    _check_index("head", head, "None to fuse the heads with head_fusion")
+    _check_index("layer", layer, "None to keep every layer")
     array = as_attention_array(attentions)
     if head is None:
         maps = fuse_heads(array, head_fusion)
@@ -40,6 +42,16 @@ def raw_attention(
     if layer is not None:
         maps = maps[resolve_layer(layer, maps.shape[0])]
     return maps
+
+
+def _check_index(name: str, value: object, none: str) -> None:
+    """An int index or None; a str or bool would fail later as a bare comparison error."""
+    if value is None or (isinstance(value, (int, np.integer)) and not isinstance(value, bool)):
+        return
+    raise InputError(
+        f"{name}={value!r} is a {type(value).__name__}; pass an int {name} index (negative "
+        f"counts from the end), or {none}."
+    )
 
 
 @register(

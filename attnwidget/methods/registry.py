@@ -18,6 +18,7 @@ import numpy as np
 
 from attnwidget.errors import InputError, UnknownMethodError
 from attnwidget.methods.options import Option, resolve_options
+from attnwidget.methods.registry_checks import check_method_name
 
 
 @dataclass
@@ -260,6 +261,7 @@ def register(
     checked and with defaults filled in, with ``context.options_for(name)``.
     Unknown options are refused before a model runs (:func:`attnwidget.explain`).
     """
+    check_method_name(name)
     needs_set = frozenset(needs)
     declared = tuple(options)
     names = [option.name for option in declared]

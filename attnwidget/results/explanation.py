@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from attnwidget._arrays import as_token_list
-from attnwidget.errors import AttentionShapeError
+from attnwidget.errors import AttentionShapeError, InputError
 from attnwidget.methods.graph import as_attention_array
 
 
@@ -18,6 +18,42 @@ def _positions(attentions: Any, rows: Any = None) -> int | None:
         attentions = rows
     shape = getattr(attentions, "shape", None)
     return int(shape[-1]) if shape is not None and len(shape) else None
+
+
+#: Weights this far below 0 are refused; smaller ones are float rounding of
+#: attention computed elsewhere (e.g. a difference of sums), not a wrong input.
+NEGATIVE_TOLERANCE = 1e-6
+
+
+def _query_row(query_index: Any, n: int) -> int:
+    """``query_index`` (negative counts from the end) as a row 0 … n-1, or an InputError."""
+    if isinstance(query_index, bool) or not isinstance(query_index, (int, np.integer)):
+        raise InputError(
+            f"query_index={query_index!r} is a {type(query_index).__name__}; pass an int "
+            f"row (0 … {n - 1}, or -{n} … -1 from the end)."
+        )
+    if not -n <= query_index < n:
+        raise InputError(
+            f"query_index={query_index} is out of range for {n} tokens; pass 0 … {n - 1} "
+            f"(or -{n} … -1 from the end)."
+        )
+    return int(query_index) % n
+
+
+def _refuse_negative_weights(array: np.ndarray) -> None:
+    """Attention weights are probabilities; name the first negative one (layer, head, row)."""
+    negative = array < -NEGATIVE_TOLERANCE
+    count = int(negative.sum())
+    if not count:
+        return
+    layer, head, row, column = (int(i) for i in np.argwhere(negative)[0])
+    raise InputError(
+        f"attention holds {count} negative weight{'s' if count > 1 else ''}; the first, "
+        f"{float(array[layer, head, row, column]):.4g}, at layer {layer}, head {head}, row "
+        f"{row}, column {column} (0-based). Attention weights are post-softmax probabilities "
+        "(each ≥ 0, each row summing to 1): pass the softmax output (output_attentions=True), "
+        "not logits or scores, nor relevance or differences of maps."
+    )
 
 
 @dataclass
@@ -152,8 +188,6 @@ class Explanation:
         """The (L, H, n, n) attention, or an InputError saying that ``what`` needs keep='all'."""
         if self.attentions is not None:
             return self.attentions
-        from attnwidget.errors import InputError
-
         raise InputError(
             f"{what} needs every head's attention map, but this explanation was made with "
             f"keep={self.keep!r}, which keeps only "
@@ -239,10 +273,11 @@ class Explanation:
                 f"attention covers {array.shape[-1]} tokens but {len(tokens)} tokens were "
                 "given; pass exactly the tokens the attention was computed on."
             )
+        _refuse_negative_weights(array)
         explanation = cls(
             tokens=tokens,
             attentions=array.astype(np.float32),
-            query_index=query_index if query_index >= 0 else len(tokens) + query_index,
+            query_index=_query_row(query_index, len(tokens)),
             sentence_b_start=sentence_b_start,
         )
         if names:
