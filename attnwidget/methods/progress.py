@@ -35,7 +35,7 @@ ProgressArg = bool | Callable[[int, int], None] | None
 def check_progress(value: Any, where: str = "progress") -> ProgressArg:
     """``value`` if it is None, a bool or a callable; else a clear InputError."""
     if value is None or isinstance(value, bool) or callable(value):
-        return value  # type: ignore[no-any-return]
+        return value
     raise InputError(
         f"{where}={value!r} must be None (show long work only), True, False, or a "
         "callable progress(done, total)."

@@ -56,8 +56,10 @@ from typing import Any
 import numpy as np
 import traitlets
 
-from attnwidget.capture.qk import QueryKeys, query_keys
+from attnwidget.capture.qk import QueryKeys, qk_layouts, query_keys
 from attnwidget.errors import InputError
+from attnwidget.methods.progress import Progress, ProgressArg, check_progress
+from attnwidget.views.attention.neuron_size import check_fits, neuron_size
 from attnwidget.views.core.base import _AttnWidget
 from attnwidget.views.core.selection import NONE
 from attnwidget.views.core.tokens import readable_tokens
@@ -88,6 +90,12 @@ class NeuronView(_AttnWidget):
         text: the input text.
         layer, head: the head shown first (negative counts from the end).
         selected_token: the query token shown first (negative from the end).
+        progress: None (default): when the work is estimated from the sizes
+            at 5 s or more, say so on stderr first and show its three steps
+            (forward pass, scores, weights); True: always; False: never; a
+            callable ``progress(done, total)`` gets the counts. A text whose
+            page state would pass the message cap is refused before the model
+            runs. Ctrl-C stops it and leaves the model as it was.
 
     Click a token in the page to make it the query (:attr:`selected_token`);
     the layer and head pickers set :attr:`layer` and :attr:`head`; setting
@@ -138,9 +146,31 @@ class NeuronView(_AttnWidget):
         layer: int = 0,
         head: int = 0,
         selected_token: int = 0,
+        progress: ProgressArg = None,
         **kwargs: Any,
     ) -> None:
-        captured = query_keys(model, tokenizer, text)
+        progress = check_progress(progress)
+        if not isinstance(text, str) or not text:
+            raise InputError(f"text must be a non-empty string, not {text!r}.")
+        # Sizes first: a text too long for the page is refused before the model runs.
+        size = neuron_size(model, qk_layouts(model), len(tokenizer(text)["input_ids"]))
+        check_fits(size)
+        what = f"NeuronView ({size.tokens:,} tokens, {size.layers} layers × {size.heads} heads)"
+        with Progress(3, "NeuronView", "steps", progress, size.seconds, announcement=what) as bar:
+            captured = query_keys(model, tokenizer, text)
+            bar.update()
+            self._init(captured, tokenizer, layer, head, selected_token, bar, **kwargs)
+
+    def _init(
+        self,
+        captured: QueryKeys,
+        tokenizer: Any,
+        layer: int,
+        head: int,
+        selected_token: int,
+        bar: Progress,
+        **kwargs: Any,
+    ) -> None:
         self._captured: QueryKeys = captured
         layer = _index(layer, captured.num_layers, "layer")
         head = _index(head, captured.num_heads, "head")
@@ -156,14 +186,14 @@ class NeuronView(_AttnWidget):
         self.set_trait("causal", captured.causal)
         self.set_trait("rotary", captured.rotary)
         self.set_trait("shape", [int(s) for s in captured.q.shape[1:]])
-        self._send_layer(layer)
+        self._send_layer(layer, bar)
 
     @property
     def captured(self) -> QueryKeys:
         """Every layer's q and k (:class:`~attnwidget.capture.qk.QueryKeys`)."""
         return self._captured
 
-    def _send_layer(self, layer: int) -> None:
+    def _send_layer(self, layer: int, bar: Progress | None = None) -> None:
         c = self._captured
         with self.hold_sync():
             self.set_trait("q", _bytes(c.q[layer]))
@@ -171,7 +201,11 @@ class NeuronView(_AttnWidget):
             self.set_trait("q_rotated", _bytes(c.q_rotated[layer]) if c.rotary else b"")
             self.set_trait("k_rotated", _bytes(c.k_rotated[layer]) if c.rotary else b"")
             self.set_trait("scores", _bytes(c.scores(layer)))
+            if bar is not None:
+                bar.update()
             self.set_trait("weights", _bytes(c.weights(layer)))
+            if bar is not None:
+                bar.update()
             self.set_trait("scale", float(c.scale[layer]))
             self.set_trait("data_layer", layer)
 
