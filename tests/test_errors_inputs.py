@@ -155,13 +155,20 @@ ENTRY_POINTS: dict[str, Callable[[Any, Any], Any]] = {
     "explain_generation": lambda model, tokenizer: explain_generation(model, tokenizer, TEXT),
     "Explorer": lambda model, tokenizer: attnwidget.Explorer(model, tokenizer, TEXT),
 }
+#: These read the model's kind first (capture.model_kind), before any explain.
+NAME_ENTRY_POINTS: dict[str, Callable[[Any, Any], Any]] = {
+    **ENTRY_POINTS,
+    "evaluate": lambda model, tokenizer: attnwidget.evaluate(
+        model, tokenizer, [TEXT], methods=["raw"], metrics=["comprehensiveness"]
+    ),
+}
 
 
-@pytest.mark.parametrize("entry", sorted(ENTRY_POINTS))
+@pytest.mark.parametrize("entry", sorted(NAME_ENTRY_POINTS))
 def test_a_model_name_instead_of_a_model_says_to_load_it(entry: str) -> None:
     _, tokenizer = build("bert-cls")
     message = refused(
-        lambda: ENTRY_POINTS[entry]("bert-base-uncased", tokenizer),
+        lambda: NAME_ENTRY_POINTS[entry]("bert-base-uncased", tokenizer),
         None,
         "'bert-base-uncased'",
         "from_pretrained('bert-base-uncased')",

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
-from attnwidget.errors import ModelNotSupportedError
+from attnwidget.errors import InputError, ModelNotSupportedError
 
 ENCODER = "encoder"  # sequence classifier (BERT, RoBERTa, DistilBERT, ELECTRA, GPT-2 cls.)
 MASKED_LM = "masked-lm"
@@ -28,12 +29,32 @@ _SUFFIXES = (
 )
 
 
+def refuse_model_name(model: Any) -> None:
+    """An :class:`InputError` for a model's name (or folder) or None where a model goes."""
+    if isinstance(model, (str, os.PathLike)):
+        name = os.fspath(model)
+        raise InputError(
+            f"model is the name {name!r}, not a model; pass the loaded model, e.g. "
+            f"AutoModelForSequenceClassification.from_pretrained({name!r}) (or "
+            "AutoModelForCausalLM, AutoModelForMaskedLM, AutoModelForSeq2SeqLM, AutoModel "
+            "for the head you explain), with its tokenizer "
+            f"AutoTokenizer.from_pretrained({name!r})."
+        )
+    if model is None:
+        raise InputError(
+            "model is None; pass a loaded model, e.g. "
+            "AutoModelForSequenceClassification.from_pretrained(name)."
+        )
+
+
 def model_kind(model: Any) -> str:
     """Classify a Hugging Face model by its head.
 
     Raises :class:`ModelNotSupportedError` for a model without a head that
-    scores a target (e.g. a bare ``BertModel``), naming the classes to use.
+    scores a target (e.g. a bare ``BertModel``), naming the classes to use,
+    and :class:`InputError` for a model's name or None (:func:`refuse_model_name`).
     """
+    refuse_model_name(model)
     config = getattr(model, "config", None)
     names = [cls.__name__ for cls in type(model).__mro__]
     for name in names:

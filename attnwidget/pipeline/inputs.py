@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from attnwidget.capture.image_inputs import is_image_like
-from attnwidget.capture.kinds import ENCODER_DECODER
+from attnwidget.capture.kinds import ENCODER_DECODER, refuse_model_name
 from attnwidget.capture.run import Item, model_device
 from attnwidget.capture.tokens import (
     check_vocabulary,
@@ -96,20 +95,7 @@ def broadcast(value: Any, count: int, name: str) -> list[str | None]:
 
 def check_model(model: Any) -> None:
     """Refuse what cannot be a loaded model, before anything runs: a name, None, no weights."""
-    if isinstance(model, (str, os.PathLike)):
-        name = os.fspath(model)
-        raise InputError(
-            f"model is the name {name!r}, not a model; pass the loaded model, e.g. "
-            f"AutoModelForSequenceClassification.from_pretrained({name!r}) (or "
-            "AutoModelForCausalLM, AutoModelForMaskedLM, AutoModelForSeq2SeqLM, AutoModel "
-            "for the head you explain), with its tokenizer "
-            f"AutoTokenizer.from_pretrained({name!r})."
-        )
-    if model is None:
-        raise InputError(
-            "model is None; pass a loaded model, e.g. "
-            "AutoModelForSequenceClassification.from_pretrained(name)."
-        )
+    refuse_model_name(model)
     parameters = getattr(model, "parameters", None)
     if callable(parameters) and model_device(model).type == "meta":
         # Inputs go to the first parameter's device; a meta tensor has a shape
