@@ -204,8 +204,10 @@ def explain(
 
     Raises:
         UnknownMethodError: a name in ``methods`` is not registered.
-        InputError: bad text, target, query_index or method_options; the model
-            is left as it was.
+        InputError: bad text, target, query_index or method_options; a model's
+            name, None or a model without weights (meta device); a missing
+            tokenizer or one whose ids pass the model's embedding; the model is
+            left as it was.
     """
     check_model(model)  # a name, None, or no weights: refused before anything runs
     if is_bare_encoder(model):  # sentence embeddings: attnwidget.explain_similarity

@@ -92,7 +92,8 @@ def explain_generation(
     Raises:
         InputError: empty prompt, ``max_new_tokens`` < 1, a forced
             continuation that is empty or holds invalid ids, a sequence longer
-            than the model accepts, bad options.
+            than the model accepts, bad options, a seed that is not an int; a
+            model's name or None, a missing tokenizer or one of another model.
         UnknownMethodError: a name in ``methods`` is not registered.
         ModelNotSupportedError: the model does not generate text (a classifier,
             a masked LM or a bare encoder).
