@@ -22,7 +22,7 @@ from attnwidget.capture.run import default_query
 from attnwidget.capture.targets import Target, resolve_query_index
 from attnwidget.capture.tokens import max_length
 from attnwidget.errors import InputError
-from attnwidget.methods import ScoreContext, available_methods, compute_scores, get_method
+from attnwidget.methods import ScoreContext, compute_scores, get_method
 from attnwidget.methods.keep import keep_plan
 from attnwidget.methods.registry import resolve_method_options
 from attnwidget.pipeline.image import explain_images
@@ -31,6 +31,7 @@ from attnwidget.pipeline.inputs import (
     broadcast,
     check_layer_options,
     check_model,
+    check_pooled_row,
     check_tokenizer,
     text_item,
 )
@@ -254,7 +255,7 @@ def explain(
         for item in items:  # rows that cannot be a pooled position fail before the run
             n = len(item.input_ids)
             row = resolve_query_index(query_index, 0, n)
-            _check_pooled_row(row, (0, n - 1), names, query_index)
+            check_pooled_row(row, (0, n - 1), names, query_index)
     explanations: list[Explanation] = []
     # Each head's values are hooked only for the methods that read them.
     values = any("head_values" in get_method(name).needs for name in names)
@@ -281,7 +282,7 @@ def explain(
                         first_layer = None if attentions is None else attentions[0]
                         ids = list(record.input_ids)
                         pooled = default_query(ENCODER, ids, first_layer, tokenizer, 0)
-                    _check_pooled_row(record.query_index, (pooled,), names, query_index)
+                    check_pooled_row(record.query_index, (pooled,), names, query_index)
             explanations.extend(_explanation(r, names, options) for r in records)
     return explanations[0] if single else explanations
 
@@ -331,33 +332,6 @@ def _runs(targets: list[Any]) -> list[tuple[int, int]]:
             runs.append((start, index))
             start = index
     return runs
-
-
-def _check_pooled_row(
-    row: int, pooled: tuple[int, ...], names: list[str], query_index: Any
-) -> None:
-    """Refuse a classifier row other than the pooled one for methods explaining the logit.
-
-    A sequence classifier's logit is computed from one pooled position, so
-    gradient and re-run methods explain that position's prediction whatever
-    ``query_index`` says, while attention methods would read row ``row``: one
-    explanation would mix two meanings.
-    """
-    if row in pooled:
-        return
-    explaining = [name for name in names if get_method(name).explains_target]
-    if not explaining:
-        return
-    readers = [name for name in available_methods() if not get_method(name).explains_target]
-    where = f"position {pooled[0]}" if len(pooled) == 1 else "its first (CLS) or last token"
-    raise InputError(
-        f"query_index={query_index} asks for row {row}, but a sequence classifier computes "
-        f"its logit from one pooled position ({where}); the requested methods that explain "
-        f"the logit ({', '.join(explaining)}) would explain that position, not row {row}, "
-        "so one explanation would mix two meanings. Leave query_index unset to explain the "
-        f"prediction, or request only attention methods ({', '.join(readers)}), which can "
-        "read any row."
-    )
 
 
 def _explanation(

@@ -15,6 +15,7 @@ from attnwidget.capture.tokens import (
     second_segment_start,
 )
 from attnwidget.errors import InputError
+from attnwidget.methods import available_methods, get_method
 
 T = TypeVar("T")
 
@@ -165,4 +166,29 @@ def text_item(
         token_type_ids=list(encoding["token_type_ids"]) if "token_type_ids" in encoding else None,
         sentence_b_start=second_segment_start(encoding) if pair is not None else None,
         decoder_ids=decoder_ids,
+    )
+
+
+def check_pooled_row(row: int, pooled: tuple[int, ...], names: list[str], query_index: Any) -> None:
+    """Refuse a classifier row other than the pooled one for methods explaining the logit.
+
+    A sequence classifier's logit is computed from one pooled position, so
+    gradient and re-run methods explain that position's prediction whatever
+    ``query_index`` says, while attention methods would read row ``row``: one
+    explanation would mix two meanings.
+    """
+    if row in pooled:
+        return
+    explaining = [name for name in names if get_method(name).explains_target]
+    if not explaining:
+        return
+    readers = [name for name in available_methods() if not get_method(name).explains_target]
+    where = f"position {pooled[0]}" if len(pooled) == 1 else "its first (CLS) or last token"
+    raise InputError(
+        f"query_index={query_index} asks for row {row}, but a sequence classifier computes "
+        f"its logit from one pooled position ({where}); the requested methods that explain "
+        f"the logit ({', '.join(explaining)}) would explain that position, not row {row}, "
+        "so one explanation would mix two meanings. Leave query_index unset to explain the "
+        f"prediction, or request only attention methods ({', '.join(readers)}), which can "
+        "read any row."
     )
