@@ -47,12 +47,22 @@ _COND = threading.Condition()
 _HOLDERS: dict[int, tuple[int, int]] = {}
 # Threads blocked in a guard at the first module of a new pass (computed nothing yet).
 _WAITING: set[int] = set()
+# The guards each thread has in force (only that thread reads or changes its own list).
+_ACTIVE: dict[int, list[ForeignGuard]] = {}
 
 
 def all_configs(model: torch.nn.Module, modules: list[torch.nn.Module] | None = None) -> list[Any]:
     """Every config object reachable from the model (sub-configs included), once each."""
     seen: dict[int, Any] = {}
-    pending = [getattr(m, "config", None) for m in (modules or model.modules())]
+    # A config is a plain attribute, in the instance's __dict__; getattr() on a
+    # module without one goes through nn.Module.__getattr__'s failing lookup,
+    # which dominated this walk. A class-level ``config`` (a property) is read too.
+    pending = [
+        m.__dict__["config"]
+        if "config" in m.__dict__
+        else getattr(type(m), "config", None) and getattr(m, "config", None)
+        for m in (modules or model.modules())
+    ]
     while pending:
         config = pending.pop()
         if config is None or id(config) in seen or not hasattr(config, "to_dict"):
@@ -170,13 +180,17 @@ class ForeignGuard:
     def __init__(self, modules: list[torch.nn.Module], params: list[torch.nn.Parameter]) -> None:
         self.owner = threading.get_ident()
         self.ids = {id(m) for m in modules}
-        self.changing = False
-        self.done = False
-        #: set when another thread's backward pass needed a frozen parameter
-        self.disturbed = False
-        self._params = [p for p in params if p.requires_grad]
-        self._waiters: set[int] = set()
         self._handles: list[Any] = []
+        self._waiters: set[int] = set()
+        self.changing = self.done = self.disturbed = False
+        # Nested in a capture of this thread that covers these modules (explain()
+        # re-entering for a re-run): that guard already holds other threads off.
+        outer = [g for g in _ACTIVE.get(self.owner, []) if self.ids <= g.ids]
+        self.nested = bool(outer)
+        if self.nested:
+            return
+        #: ``disturbed`` is set when another thread's backward pass needed a frozen parameter
+        self._params = [p for p in params if p.requires_grad]
         for module in modules:
             # prepend: the guard runs before any hook of the capture's own
             self._handles.append(module.register_forward_pre_hook(self._enter, prepend=True))
@@ -216,12 +230,20 @@ class ForeignGuard:
     @contextmanager
     def changed(self) -> Iterator[None]:
         """Wait for other threads' running passes, then hold them off until exit."""
+        if self.nested:
+            yield
+            return
         while self._running_elsewhere():
             time.sleep(_POLL_S)
         self.changing = True
+        active = _ACTIVE.setdefault(self.owner, [])
+        active.append(self)
         try:
             yield
         finally:
+            active.remove(self)
+            if not active:
+                del _ACTIVE[self.owner]
             with _COND:
                 self.done = True
                 # Woken waiters go on with their pass at once: the next capture
