@@ -26,6 +26,7 @@ from attnwidget.results.explanation import Explanation
 from attnwidget.views import AttentionMatrixView, FlowView, HeadView, ModelView
 from attnwidget.views.core.base import _AttnWidget
 from attnwidget.views.core.buffers import decode_array
+from attnwidget.views.matrix._colors import color_index, color_position, fit, weight_stats
 from attnwidget.views.matrix._tiles import pyramid
 
 FIXTURE = Path(__file__).resolve().parent.parent / "js" / "test" / "fixtures" / "matrix.json"
@@ -296,7 +297,37 @@ def _fixture() -> dict[str, Any]:
         },
         "overview": {**view.overview_meta, "base64": base64.b64encode(view.overview).decode()},
         "overview_cell_0_0": float(m[:4, :4].max()),
+        "colors": _color_cases(),
     }
+
+
+def _color_cases() -> list[dict[str, Any]]:
+    """Colour scales Python fits to three kinds of matrix, with weights and
+    their positions and lookup indices (Python's mapping) for the JS tests."""
+    rng = np.random.default_rng(11)
+    n = 300
+    causal = np.tril(np.ones((n, n), dtype=np.float32))
+    causal /= causal.sum(-1, keepdims=True)  # a causal model near uniform: row 0 is [1, 0, …]
+    flat = rng.random((n, n)).astype(np.float32) + 4
+    flat /= flat.sum(-1, keepdims=True)
+    sinks = flat.copy()
+    sinks[[5, 90, 200], 0] = 0.9  # three cells far above the rest
+    cases = []
+    for matrix, asked in ((causal, "auto"), (sinks, "auto"), (flat, "linear"), (causal, "linear")):
+        cmap = fit(weight_stats(matrix), asked).to_json()
+        lo, hi = cmap["lo"], cmap["hi"]
+        picks = matrix.ravel()[rng.integers(0, matrix.size, 12)]
+        values = [0.0, lo, hi, 2 * hi, (lo + hi) / 2, float(np.sqrt(max(lo, 1e-12) * hi))]
+        values = [float(np.float32(v)) for v in [*values, *picks]]
+        cases.append(
+            {
+                "map": cmap,
+                "values": values,
+                "positions": [float(p) for p in color_position(cmap, values)],
+                "indices": [int(k) for k in color_index(cmap, values)],
+            }
+        )
+    return cases
 
 
 def test_js_fixture_is_current() -> None:
@@ -308,6 +339,12 @@ def test_js_fixture_is_current() -> None:
     assert committed["reply"] == fixture["reply"] and committed["overview"] == fixture["overview"]
     for key in ("tile_1_0_first_row", "cell_140_3"):
         np.testing.assert_allclose(committed["expected"][key], fixture["expected"][key], rtol=1e-6)
+    assert [c["map"]["scale"] for c in fixture["colors"]] == ["log", "linear", "linear", "linear"]
+    assert [c["map"]["label"] for c in committed["colors"]] == [
+        c["map"]["label"] for c in fixture["colors"]
+    ]
+    for got, want in zip(committed["colors"], fixture["colors"], strict=True):
+        np.testing.assert_allclose(got["positions"], want["positions"], rtol=1e-9)
 
 
 def test_renamed_selected_row_and_head_mean_warn_and_still_work() -> None:

@@ -153,7 +153,7 @@ def tile_replies(
 
 
 def value_range(matrix: np.ndarray) -> tuple[float, float]:
-    """(lo, hi) of the colour scale: 0 … max for weights (never negative), else min … max."""
+    """(lo, hi) of the drawn weights: 0 … max for weights (never negative), else min … max."""
     lo, hi = float(matrix.min(initial=0.0)), float(matrix.max(initial=0.0))
     if not (np.isfinite(lo) and np.isfinite(hi)):
         return 0.0, 1.0

@@ -26,7 +26,12 @@ trait               type         meaning
                                  dropped
 ``overview``        bytes        the coarsest level, float16 (see ``overview_meta``)
 ``overview_meta``   dict         its wire meta ``dtype``, ``shape``, [``scale``]
-``value_range``     list[float]  ``[lo, hi]`` of the colour scale
+``value_range``     list[float]  ``[lo, hi]`` of the drawn weights (0 … the largest)
+``color_map``       dict         the colour scale in use, fitted to the drawn
+                                 matrix (``_colors.py``): ``asked``,
+                                 ``scale`` ("linear" or "log"), ``lo``,
+                                 ``hi``, ``clipped``, ``above``, ``label``
+                                 (the legend's line)
 ``caption``         str          what is drawn (text)
 ``notice``          str          why a HeadView/ModelView/FlowView of a long
                                  input shows this view instead ("" for none)
@@ -34,7 +39,7 @@ trait               type         meaning
 ``head``            int          the drawn head, -1 for the mean over heads
                                  (synced both ways)
 ``pool``            str          "max" or "mean": how coarse levels pool
-``color_scale``     str          "linear" or "log" (synced both ways)
+``color_scale``     str          "auto", "linear" or "log" (synced both ways)
 ``selected_token``  int          the pinned query row (a token index), -1 for
                                  none (synced; a click on a cell pins its row)
 ==================  ===========  ==============================================
@@ -57,6 +62,7 @@ import traitlets
 
 from attnwidget.views.core.base import RecordedReply, _AttnWidget
 from attnwidget.views.core.selection import NONE, Head, renamed_keyword, renamed_trait
+from attnwidget.views.matrix._colors import COLOR_SCALES, WeightStats, fit, weight_stats
 from attnwidget.views.matrix._source import MEAN, MatrixSource, source_of
 
 if TYPE_CHECKING:
@@ -76,7 +82,6 @@ log = logging.getLogger(__name__)
 
 #: Pyramids kept (one per layer, head and pool; 4,096 tokens: ~21 MB each beyond level 0).
 CACHE_SIZE = 2
-COLOR_SCALES: tuple[str, ...] = ("linear", "log")
 
 
 class AttentionMatrixView(_AttnWidget):
@@ -101,7 +106,13 @@ class AttentionMatrixView(_AttnWidget):
             ``selected_row=`` is its deprecated name).
         pool: "max" (default: a single strong weight stays visible zoomed out)
             or "mean".
-        color_scale: "linear" (default) or "log".
+        color_scale: "auto" (default), "linear" or "log", fitted to the
+            drawn matrix: linear 0 … the largest weight, or up to the 99.9th
+            percentile when a few cells (attention sinks, a causal model's
+            first query) stand far above it; log from a decade below the
+            1st percentile of the positive weights. "auto" takes linear
+            unless most weights would be dark on it. The legend names the
+            scale and range (:attr:`color_map`).
 
     Example::
 
@@ -124,6 +135,9 @@ class AttentionMatrixView(_AttnWidget):
     overview = traitlets.Bytes(b"", read_only=True).tag(sync=True)
     overview_meta = traitlets.Dict(read_only=True).tag(sync=True)
     value_range = traitlets.List(traitlets.Float(), read_only=True).tag(sync=True)
+    color_map = traitlets.Dict(read_only=True).tag(sync=True)
+    """The colour scale drawn: ``{"asked", "scale", "lo", "hi", "clipped",
+    "above", "label"}`` (``label`` is the legend's line)."""
     caption = traitlets.Unicode("", read_only=True).tag(sync=True)
     notice = traitlets.Unicode("", read_only=True).tag(sync=True)
 
@@ -134,8 +148,8 @@ class AttentionMatrixView(_AttnWidget):
     (``"mean"``, its old name, is taken with a DeprecationWarning)."""
     pool = traitlets.Unicode("max").tag(sync=True)
     """How zoomed-out cells pool the weights they cover: "max" or "mean"."""
-    color_scale = traitlets.Unicode("linear").tag(sync=True)
-    """"linear" or "log" colours."""
+    color_scale = traitlets.Unicode("auto").tag(sync=True)
+    """"auto", "linear" or "log" colours, fitted to the drawn matrix."""
     selected_token = traitlets.Int(NONE).tag(sync=True)
     """The pinned query row (a token index), -1 for none."""
     selected_row = renamed_trait("selected_row", "selected_token")
@@ -148,13 +162,14 @@ class AttentionMatrixView(_AttnWidget):
         head: int = NONE,
         selected_token: int | None = None,
         pool: str = "max",
-        color_scale: str = "linear",
+        color_scale: str = "auto",
         notice: str = "",
         **kwargs: Any,
     ) -> None:
         self._source: MatrixSource = source_of(explanation)
         self._explanation = explanation
         self._pyramids: OrderedDict[tuple[int, int | str, str], list[np.ndarray]] = OrderedDict()
+        self._stats: WeightStats | None = None
         self._ready = False
         owner = type(self).__name__
         token = renamed_keyword(kwargs, "selected_row", "selected_token", owner, selected_token)
@@ -254,6 +269,7 @@ class AttentionMatrixView(_AttnWidget):
         levels = self.levels_of()
         data, meta = encode_tile(levels[-1], "the overview")
         lo, hi = value_range(levels[0])
+        self._stats = weight_stats(levels[0])
         head = "mean over heads" if self.head == NONE else f"head {self.head}"
         n = self._source.n
         with self.hold_sync():
@@ -261,12 +277,18 @@ class AttentionMatrixView(_AttnWidget):
             self.set_trait("overview", data)
             self.set_trait("overview_meta", meta)
             self.set_trait("value_range", [lo, hi])
+            self._fit_colors()
             self.set_trait("caption", f"layer {self.layer}, {head} ({n:,} × {n:,} tokens)")
 
     @traitlets.observe("layer", "head", "pool")
     def _on_matrix(self, _change: dict[str, Any]) -> None:
         if self._ready:
             self._redraw()
+
+    @traitlets.observe("color_scale")
+    def _fit_colors(self, _change: dict[str, Any] | None = None) -> None:
+        if self._stats is not None:
+            self.set_trait("color_map", fit(self._stats, self.color_scale).to_json())
 
     # -- validation -------------------------------------------------------------
 
@@ -304,7 +326,8 @@ class AttentionMatrixView(_AttnWidget):
     def _validate_color_scale(self, proposal: dict[str, Any]) -> str:
         if proposal["value"] not in COLOR_SCALES:
             raise traitlets.TraitError(
-                f"color_scale={proposal['value']!r} is not one of {COLOR_SCALES}."
+                f"color_scale={proposal['value']!r} is not one of {COLOR_SCALES}: "
+                "'auto' fits the scale to the drawn weights, 'linear' and 'log' choose one."
             )
         return str(proposal["value"])
 

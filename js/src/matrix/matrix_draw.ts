@@ -19,24 +19,27 @@ export const LUT: Uint32Array = (() => {
   return out;
 })();
 
-/** The colour scale: where a value sits in [0, 1]. */
+/**
+ * The colour scale: where a value sits in [0, 1]. Python fits `lo` and `hi`
+ * to the drawn matrix (the color_map trait; attnwidget/views/matrix/_colors.py).
+ */
 export interface ColorScale {
   lo: number;
   hi: number;
   log: boolean;
 }
 
-/** A log scale spans at most this many decades below the largest weight. */
-export const LOG_DECADES = 4;
-
-/** The position of `value` on the scale, clamped to [0, 1] (0 for NaN). */
+/**
+ * The position of `value` on the scale, clamped to [0, 1] (NaN: 0). Linear:
+ * (v − lo) / (hi − lo); log: log10(v / lo) / log10(hi / lo), 0 at or under
+ * `lo` (a masked 0 included). Python's color_position is the same mapping
+ * (golden fixture: test/fixtures/matrix.json "colors").
+ */
 export function colorPosition(scale: ColorScale, value: number): number {
-  if (!Number.isFinite(value)) return 0;
+  if (Number.isNaN(value)) return 0;
   let t: number;
   if (scale.log) {
-    const top = Math.max(scale.hi, Number.MIN_VALUE);
-    const bottom = top * 10 ** -LOG_DECADES;
-    t = value <= bottom ? 0 : Math.log10(value / bottom) / LOG_DECADES;
+    t = value > scale.lo && scale.hi > scale.lo ? Math.log10(value / scale.lo) / Math.log10(scale.hi / scale.lo) : 0;
   } else {
     t = scale.hi > scale.lo ? (value - scale.lo) / (scale.hi - scale.lo) : 0;
   }
@@ -55,11 +58,13 @@ export function tilePixels(values: Float32Array, scale: ColorScale): Uint32Array
     for (let k = 0; k < values.length; k++) out[k] = LUT[colorIndex(scale, values[k] as number)] as number;
     return out;
   }
-  // Linear: the hot path of every tile, inlined.
-  const span = scale.hi > scale.lo ? 255 / (scale.hi - scale.lo) : 0;
+  // Linear: the hot path of every tile, inlined. Divided as colorPosition
+  // divides (not times a precomputed 255 / span), so a weight half-way between
+  // two colours rounds the same way here as in colorIndex and in Python.
+  const span = scale.hi > scale.lo ? scale.hi - scale.lo : Infinity;
   for (let k = 0; k < values.length; k++) {
     const v = values[k] as number;
-    const t = (v - scale.lo) * span;
+    const t = ((v - scale.lo) / span) * 255;
     out[k] = LUT[t >= 255 ? 255 : t > 0 ? Math.round(t) : 0] as number;
   }
   return out;
@@ -224,10 +229,23 @@ export function drawLegend(ctx: CanvasRenderingContext2D, width: number, height:
   }
 }
 
-/** The legend's text: the range, and what a zoomed-out cell holds. */
-export function legendText(scale: ColorScale, level: number, pool: string): { lo: string; hi: string; note: string } {
+/**
+ * The legend's text: the gradient's ends ("≤" where weights under the floor
+ * share its colour, "≥" where clipped ones share the top's), the scale in use
+ * (Python's label, e.g. "auto: log scale, 4.72e-5 … 1") and what a
+ * zoomed-out cell holds.
+ */
+export function legendText(
+  map: { scale: string; lo: number; hi: number; clipped: boolean; label: string },
+  level: number,
+  pool: string,
+): { lo: string; hi: string; scale: string; note: string } {
   const f = 2 ** level;
-  const lo = scale.log ? formatNumber(scale.hi * 10 ** -LOG_DECADES) : formatNumber(scale.lo);
   const note = level === 0 ? "one cell per query × key" : `each cell: the ${pool === "mean" ? "mean" : "largest"} weight of ${f} × ${f} tokens`;
-  return { lo: `${scale.log ? "≤ " : ""}${lo}`, hi: formatNumber(scale.hi), note: `${scale.log ? "log scale; " : ""}${note}` };
+  return {
+    lo: `${map.scale === "log" ? "≤ " : ""}${formatNumber(map.lo)}`,
+    hi: `${map.clipped ? "≥ " : ""}${formatNumber(map.hi)}`,
+    scale: map.label,
+    note,
+  };
 }

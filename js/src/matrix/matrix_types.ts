@@ -26,8 +26,10 @@ export interface MatrixTraits extends BaseTraits {
   /** The coarsest level as float16 (overview_meta). */
   overview: Binary | null;
   overview_meta: WireMeta;
-  /** [lo, hi] of the colour scale. */
+  /** [lo, hi] of the drawn weights (0 … the largest). */
   value_range: number[];
+  /** The colour scale in use, fitted by Python to the drawn matrix. */
+  color_map: ColorMap;
   caption: string;
   /** Why another view shows this one instead ("" for none). */
   notice: string;
@@ -37,7 +39,7 @@ export interface MatrixTraits extends BaseTraits {
   head: number;
   /** "max" or "mean": how coarse levels pool. */
   pool: string;
-  /** "linear" or "log" (synced). */
+  /** "auto", "linear" or "log": what the user asked for (synced). */
   color_scale: string;
   /** The pinned query row (a token index), -1 for none (synced). */
   selected_token: number;
@@ -46,8 +48,23 @@ export interface MatrixTraits extends BaseTraits {
 /** Every trait of MatrixTraits (the JS tests compare them with Python's). */
 export const MATRIX_TRAITS: readonly (keyof MatrixTraits)[] = [
   "_view", "tokens", "shape", "kept", "tile_size", "levels", "version", "overview", "overview_meta",
-  "value_range", "caption", "notice", "layer", "head", "pool", "color_scale", "selected_token",
+  "value_range", "color_map", "caption", "notice", "layer", "head", "pool", "color_scale", "selected_token",
 ];
+
+/**
+ * The colour scale (attnwidget/views/matrix/_colors.py ColorMap.to_json):
+ * `scale` from `lo` to `hi`; `clipped`: linear topped at the 99.9th
+ * percentile, `above` cells beyond it; `label`: the legend's line.
+ */
+export interface ColorMap {
+  asked: string;
+  scale: "linear" | "log";
+  lo: number;
+  hi: number;
+  clipped: boolean;
+  above: number;
+  label: string;
+}
 
 /** page -> kernel: the tiles of one level the page lacks. */
 export interface TileRequest {

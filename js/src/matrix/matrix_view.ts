@@ -14,7 +14,8 @@
  *
  * Test hooks on the root: data-state (waiting | ready | error), data-draws
  * (frames painted), data-level, data-pending (tiles in flight),
- * data-version, data-selected-token, data-layer, data-head.
+ * data-version, data-selected-token, data-layer, data-head, data-color-scale
+ * (the scale drawn: linear | log).
  */
 import type { AnyModel } from "@anywidget/types";
 
@@ -27,7 +28,7 @@ import {
   blockOf, cellAt, centreOn, fitViewport, levelFor, panBy, TileCache, valueAt, visibleTiles, zoomAt,
   type Tile, type Viewport,
 } from "./matrix_state";
-import type { MatrixTraits } from "./matrix_types";
+import type { ColorMap, MatrixTraits } from "./matrix_types";
 import styles from "./matrix.css";
 import { useBaseStyles } from "../core/base_styles";
 
@@ -51,7 +52,7 @@ export function renderMatrixView({ model, el }: { model: Model; el: HTMLElement 
   const layerSelect = h("select", { className: "attnw-matrix-layer", attrs: { "aria-label": "layer" } });
   const headSelect = h("select", { className: "attnw-matrix-head", attrs: { "aria-label": "head" } });
   const scaleSelect = h("select", { className: "attnw-matrix-scale", attrs: { "aria-label": "colour scale" } });
-  for (const s of ["linear", "log"]) scaleSelect.appendChild(h("option", { text: s, attrs: { value: s } }));
+  for (const s of ["auto", "linear", "log"]) scaleSelect.appendChild(h("option", { text: s, attrs: { value: s } }));
   const button = (text: string, label: string, cls: string): HTMLButtonElement =>
     h("button", { className: cls, text, attrs: { type: "button", "aria-label": label, title: label } });
   const zoomIn = button("+", "zoom in", "attnw-matrix-zoom-in");
@@ -66,10 +67,11 @@ export function renderMatrixView({ model, el }: { model: Model; el: HTMLElement 
   const legendCanvas = h("canvas", { attrs: { width: 120, height: 10 } });
   const legendLo = h("span");
   const legendHi = h("span");
+  const legendScale = h("div", { className: "attnw-matrix-legend-scale" });
   const legendNote = h("div", { className: "attnw-matrix-legend-note" });
   const status = h("div", { className: "attnw-status attnw-matrix-status", attrs: { "aria-live": "polite" } });
   const side = h("div", { className: "attnw-matrix-side" }, [
-    minimap, h("div", { className: "attnw-matrix-legend" }, [legendLo, legendCanvas, legendHi]), legendNote,
+    minimap, h("div", { className: "attnw-matrix-legend" }, [legendLo, legendCanvas, legendHi]), legendScale, legendNote,
   ]);
   useBaseStyles(root);
   root.append(styleElement(styles), caption, notice, bar,
@@ -102,9 +104,12 @@ export function renderMatrixView({ model, el }: { model: Model; el: HTMLElement 
   let lastError = "";
 
   const levels = (): number[][] => model.get("levels") ?? [];
+  /** The scale Python fitted (color_map); 0 … 1 linear only until it comes. */
+  const mapOf = (): ColorMap =>
+    model.get("color_map") ?? { asked: "linear", scale: "linear", lo: 0, hi: 1, clipped: false, above: 0, label: "linear 0 … 1" };
   const scaleOf = (): ColorScale => {
-    const [lo, hi] = model.get("value_range") ?? [0, 1];
-    return { lo: lo ?? 0, hi: hi ?? 1, log: model.get("color_scale") === "log" };
+    const map = mapOf();
+    return { lo: map.lo, hi: map.hi, log: map.scale === "log" };
   };
   const colors = (): Frame["colors"] => {
     const style = getComputedStyle(root);
@@ -134,10 +139,13 @@ export function renderMatrixView({ model, el }: { model: Model; el: HTMLElement 
     const f = frame();
     drawFrame(ctx, f);
     drawMinimap(miniCtx, MINIMAP, f);
-    const text = legendText(f.scale, f.level, model.get("pool"));
+    const map = mapOf();
+    const text = legendText(map, f.level, model.get("pool"));
     legendLo.textContent = text.lo;
     legendHi.textContent = text.hi;
+    legendScale.textContent = text.scale;
     legendNote.textContent = text.note;
+    root.dataset.colorScale = map.scale;
     request(f);
     draws += 1;
     root.dataset.draws = String(draws);
@@ -365,7 +373,7 @@ export function renderMatrixView({ model, el }: { model: Model; el: HTMLElement 
     .traits(model, ["selected_token"], onSelected)
     .traits(model, ["layer", "head", "caption"], onControls)
     .traits(model, ["color_scale"], onScaleChange)
-    .traits(model, ["value_range"], schedule)
+    .traits(model, ["color_map"], schedule)
     .model(model, "msg:custom", onMessage);
   setup();
   showStatus();

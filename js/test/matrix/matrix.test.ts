@@ -7,7 +7,8 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 
-import { colorIndex, colorPosition, LUT, niceStep, tilePixels } from "../../src/matrix/matrix_draw";
+import { colorIndex, colorPosition, legendText, LUT, niceStep, tilePixels } from "../../src/matrix/matrix_draw";
+import { formatNumber } from "../../src/core/format";
 import { decodeTile, decodeTiles, isTileReply, MAX_TILES_PER_REQUEST, tileRequests } from "../../src/matrix/matrix_messages";
 import {
   blockOf, cellAt, clampViewport, fitViewport, levelFor, MAX_SCALE, panBy, screenRect, TileCache, tileCells,
@@ -146,13 +147,43 @@ describe("colours", () => {
     near(colorPosition(linear, 0.25), 0.5);
     assert.equal(colorPosition(linear, 2), 1);
     assert.equal(colorPosition(linear, Number.NaN), 0);
-    const log = { lo: 0, hi: 1, log: true };
+    const log = { lo: 1e-4, hi: 1, log: true };
     near(colorPosition(log, 1e-2), 0.5); // 4 decades: 1e-4 … 1
     assert.equal(colorPosition(log, 0), 0);
+    assert.equal(colorPosition(log, 1e-5), 0); // under the floor: the bottom colour
     const pixels = tilePixels(Float32Array.from([0, 0.25, 0.5, 9]), linear);
     assert.deepEqual(Array.from(pixels), [LUT[0], LUT[colorIndex(linear, 0.25)], LUT[255], LUT[255]]);
     assert.deepEqual(Array.from(tilePixels(Float32Array.from([1e-2]), log)), [LUT[colorIndex(log, Math.fround(1e-2))]]);
     assert.equal((LUT[0] as number) >>> 24, 255); // opaque
     assert.deepEqual([niceStep(0.5), niceStep(3), niceStep(40), niceStep(320)], [1, 5, 50, 500]);
+  });
+});
+
+describe("colour scales from Python (fixture)", () => {
+  test("each weight gets Python's position and lookup index", () => {
+    assert.ok(fixture.colors.length >= 3);
+    for (const { map, values, positions, indices } of fixture.colors) {
+      const scale = { lo: map.lo, hi: map.hi, log: map.scale === "log" };
+      values.forEach((v, k) => {
+        near(colorPosition(scale, v), positions[k] as number, 1e-12);
+        assert.equal(colorIndex(scale, v), indices[k], `${map.label}: ${v}`);
+      });
+      // The tile path (linear inlined) colours the same.
+      const pixels = tilePixels(Float32Array.from(values), scale);
+      assert.deepEqual(Array.from(pixels), indices.map((k) => LUT[k]), map.label);
+    }
+  });
+
+  test("the legend names the scale and its range", () => {
+    for (const { map } of fixture.colors) {
+      const text = legendText(map, 2, "max");
+      assert.equal(text.scale, map.label);
+      assert.match(text.scale, map.scale === "log" ? /log scale/ : /linear/);
+      assert.ok(text.lo.endsWith(formatNumber(map.lo)) && text.hi.endsWith(formatNumber(map.hi)), JSON.stringify(text));
+      assert.equal(text.lo.startsWith("≤"), map.scale === "log"); // under the floor: its colour
+      assert.equal(text.hi.startsWith("≥"), map.clipped); // clipped cells: the top colour
+      assert.match(text.note, /largest weight of 4 × 4 tokens/);
+    }
+    assert.ok(fixture.colors.some((c) => c.map.clipped && c.map.above > 0));
   });
 });
