@@ -9,6 +9,8 @@ checked against the matrix itself.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 import torch
@@ -23,9 +25,9 @@ from attnwidget.views.matrix._colors import color_position
 N = 2000
 
 
-@pytest.fixture(scope="module")
-def long_causal() -> Explanation:
-    """A real tiny Llama (random weights, 4,096 positions) on 2,000 tokens."""
+@functools.cache
+def long_causal_explanation() -> Explanation:
+    """A real tiny Llama (random weights, 4,096 positions) on about 2,000 tokens."""
     import transformers as tf
 
     torch.manual_seed(0)
@@ -48,6 +50,11 @@ def long_causal() -> Explanation:
         return explain(model, tok, text, methods=["raw"], keep="all")
     finally:
         torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def long_causal() -> Explanation:
+    return long_causal_explanation()
 
 
 def dark_share(view: AttentionMatrixView, matrix: np.ndarray) -> float:
