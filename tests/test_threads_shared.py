@@ -318,9 +318,13 @@ def test_a_users_training_steps_while_chefer2021_explains() -> None:
     alone = _user_pass(model, tokenizer)
     reference = attnwidget.explain(model, tokenizer, TEXT, methods=["chefer2021"])
 
+    trained = threading.Event()
+
     def explaining() -> list[Any]:
+        # At least ROUNDS calls, the first ones overlapping the training steps; then on
+        # until one call has returned an explanation, which is certain once they end.
         out: list[Any] = []
-        for _ in range(ROUNDS):
+        while len(out) < ROUNDS or not (trained.is_set() and _explained(out[-1])):
             try:
                 out.append(attnwidget.explain(model, tokenizer, TEXT, methods=["chefer2021"]))
             except ConcurrentUseError as error:  # a clear refusal, never a wrong number
@@ -328,9 +332,13 @@ def test_a_users_training_steps_while_chefer2021_explains() -> None:
         return out
 
     def training() -> list[Any]:
-        return [_user_pass(model, tokenizer) for _ in range(ROUNDS + 5)]
+        try:
+            return [_user_pass(model, tokenizer) for _ in range(ROUNDS + 5)]
+        finally:
+            trained.set()
 
     for _ in range(2):
+        trained.clear()
         explained, passes = _together([explaining, training])
         for value in (explained, passes):
             if isinstance(value, BaseException):
@@ -342,3 +350,7 @@ def test_a_users_training_steps_while_chefer2021_explains() -> None:
         for got in done:
             _same(got, reference)
         assert _state(model) == before
+
+
+def _explained(value: Any) -> bool:
+    return isinstance(value, attnwidget.Explanation)

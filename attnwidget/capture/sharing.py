@@ -187,6 +187,10 @@ class ForeignGuard:
         # re-entering for a re-run): that guard already holds other threads off.
         outer = [g for g in _ACTIVE.get(self.owner, []) if self.ids <= g.ids]
         self.nested = bool(outer)
+        # the guard whose parameter hooks are in force (this one unless nested)
+        self._root: ForeignGuard = outer[0]._root if outer else self
+        # ids of parameters another thread's backward pass needed: never frozen again
+        self._kept: set[int] = set()
         if self.nested:
             return
         #: ``disturbed`` is set when another thread's backward pass needed a frozen parameter
@@ -218,14 +222,35 @@ class ForeignGuard:
     def _unfreeze(self, param: torch.nn.Parameter) -> Any:
         def hook(_grad: torch.Tensor) -> None:
             # A gradient reaches a parameter only from a graph built while it
-            # required one, i.e. a pass of another thread begun before the
-            # capture froze it. autograd checks requires_grad after this hook,
-            # so switching it back on here lets that pass keep its gradient.
-            if self.changing and not self.done and not param.requires_grad:
+            # required one: another thread's pass. autograd checks requires_grad
+            # after this hook, so the parameter is unfrozen here and kept so from
+            # now on (freeze() and a nested restore skip it, under the same lock,
+            # so no freeze can fall between this hook and that check).
+            with _COND:
+                if self.done:
+                    return
                 self.disturbed = True
-                param.requires_grad_(True)
+                self._kept.add(id(param))
+                if not param.requires_grad:
+                    param.requires_grad_(True)
 
         return hook
+
+    def freeze(self, params: list[torch.nn.Parameter]) -> None:
+        """``requires_grad`` off for the capture, except where another thread needs it."""
+        with _COND:
+            kept = self._root._kept
+            for param in params:
+                if param.requires_grad and id(param) not in kept:
+                    param.requires_grad_(False)
+
+    def restore(self, flags: list[tuple[torch.nn.Parameter, bool]]) -> None:
+        """``requires_grad`` as it was; a nested capture leaves kept parameters on."""
+        with _COND:
+            kept = self._root._kept if self.nested else set()
+            for param, flag in flags:
+                if param.requires_grad != flag and id(param) not in kept:
+                    param.requires_grad_(flag)
 
     @contextmanager
     def changed(self) -> Iterator[None]:

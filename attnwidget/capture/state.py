@@ -132,17 +132,13 @@ def _prepared(model: torch.nn.Module) -> Iterator[None]:
                     # object.__setattr__ skips nn.Module's slow attribute routing;
                     # ``training`` is a plain attribute (this is what eval() sets).
                     object.__setattr__(module, "training", False)
-                for param, flag in flags:
-                    if flag:
-                        param.requires_grad_(False)
+                guard.freeze([param for param, _ in flags])
                 _switch_to_eager(model)
                 yield
             finally:
                 # Everything is put back before the hooks (the guard's among
                 # them) go: a waiting pass of another thread sees the model whole.
-                for param, flag in flags:
-                    if param.requires_grad != flag:
-                        param.requires_grad_(flag)
+                guard.restore(flags)
                 for module, mode in zip(modules, modes, strict=True):
                     object.__setattr__(module, "training", mode)
                 for config, implementation in implementations:
