@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from attnwidget.capture.run import model_device, query_logits
-from attnwidget.capture.state import model_lock
+from attnwidget.capture.sharing import ForeignGuard, model_lock
 from attnwidget.errors import InputError
 
 
@@ -105,11 +105,20 @@ def evaluation_mode(model: Any) -> Iterator[None]:
     without gradients: nothing else of the model is touched.
     """
     with model_lock(model):
-        training = [m for m in model.modules() if m.training]
-        for module in training:
-            object.__setattr__(module, "training", False)
+        modules = list(model.modules())
+        training = [m for m in modules if m.training]
+        # Eval mode is a plain attribute every thread sees: another thread's
+        # forward pass waits (at its first module) while it is switched, as
+        # under capture_ready.
+        guard = ForeignGuard(modules, [])
         try:
-            yield
+            with guard.changed():
+                for module in training:
+                    object.__setattr__(module, "training", False)
+                try:
+                    yield
+                finally:
+                    for module in training:
+                        object.__setattr__(module, "training", True)
         finally:
-            for module in training:
-                object.__setattr__(module, "training", True)
+            guard.remove()
