@@ -67,6 +67,8 @@ def test_an_annotator_item_of_15_mb_is_refused_naming_the_item(tmp_path: Path) -
     assert "Annotator" in message and "'huge'" in message and "MiB" in message, message
     assert "split" in message  # the fix
     assert max(comm.sizes) <= MESSAGE_CAP  # nothing over the cap went out
+    # Refused before the move: Python still shows the item the page shows.
+    assert ann.index == 0 and ann.item["id"] == "small" and ann.current_item.id == "small"
     assert ann.store.item("huge").text == big  # the store keeps the item
 
 

@@ -19,6 +19,7 @@ from typing import Any
 from attnwidget.annotations import Annotation, Item, Store
 from attnwidget.annotations import validate as _validate
 from attnwidget.errors import InputError
+from attnwidget.views.core.message_size import MESSAGE_CAP, message_bytes
 
 #: The columns (or keys) an item may have; others are ignored.
 COLUMNS = ("id", "text", "label", "text_pair")
@@ -209,6 +210,23 @@ def item_trait(k: int, item: Item) -> dict[str, Any]:
         "text_pair": item.text_pair or "",
         "label": item.label or "",
     }
+
+
+def check_item_fits(k: int, item: Item) -> None:
+    """Refuse to show item ``k`` when its trait alone would pass the page's message cap.
+
+    Checked before ``index`` changes, so Python and the page keep showing the
+    same item; the send-time check (``views.core.message_size``) would only
+    refuse the message after the traits had moved.
+    """
+    size = message_bytes({"item": item_trait(k, item)})
+    if size > MESSAGE_CAP:
+        raise InputError(
+            f"Annotator: item {item.id!r} (index {k}, {len(item.text):,} characters of text) "
+            f"would be a {size / 2**20:.1f} MiB message, over the {MESSAGE_CAP / 2**20:.0f} MiB "
+            "a message to the page may carry (the Jupyter server drops larger ones); split its "
+            "text into several items. The annotator stays on the item it shows."
+        )
 
 
 def saved_trait(found: Annotation) -> dict[str, Any]:

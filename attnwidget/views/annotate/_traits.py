@@ -56,7 +56,11 @@ class AnnotatorTraits(_AttnWidget):
             raise traitlets.TraitError(
                 f"index={value!r} is not an item: use 0..{n - 1} ({n} items)"
             )
+        self._check_fits(int(value))
         return int(value)
+
+    def _check_fits(self, k: int) -> None:
+        """Refuse an item the page cannot be sent (the Annotator checks its size)."""
 
     @traitlets.validate("selection")
     def _validate_selection(self, proposal: dict[str, Any]) -> list[list[int]]:

@@ -69,6 +69,7 @@ from attnwidget.annotations import validate as _validate
 from attnwidget.errors import InputError
 from attnwidget.views.annotate._items import (
     ItemOrder,
+    check_item_fits,
     choose_labels,
     coerce_items,
     item_trait,
@@ -313,6 +314,10 @@ class Annotator(AnnotatorTraits):
                 self._set_scores(scores)
             if prediction.truncated:
                 self.set_trait("status", "the model saw only the first tokens of this text")
+
+    def _check_fits(self, k: int) -> None:
+        if self._ready:
+            check_item_fits(k, self._items[k])
 
     @traitlets.observe("index")
     def _on_index(self, change: dict[str, Any]) -> None:
