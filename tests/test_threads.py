@@ -12,12 +12,12 @@ from __future__ import annotations
 import gc
 import threading
 import weakref
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
 import torch
+from concurrency import JOIN_TIMEOUT, run_together
 from tiny_models import build
 
 import attnwidget
@@ -44,28 +44,6 @@ CALLS = [
     ("the movie was great", _available("integrated_gradients", "grad_attention")),
     ("she reads books while he writes letters", _available("lrp", "blank_out", "input_x_gradient")),
 ]
-JOIN_TIMEOUT = 120.0  # only reached if a thread hangs (a deadlock is a failure)
-
-
-def _run_together(jobs: list[Callable[[], Any]]) -> list[Any]:
-    """Run the jobs in threads released at once by a barrier; results or exceptions."""
-    barrier = threading.Barrier(len(jobs))
-    results: list[Any] = [None] * len(jobs)
-
-    def worker(index: int) -> None:
-        barrier.wait()
-        try:
-            results[index] = jobs[index]()
-        except BaseException as error:  # handed to the test thread
-            results[index] = error
-
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(len(jobs))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(JOIN_TIMEOUT)
-    assert not any(thread.is_alive() for thread in threads), "a thread hung (deadlock?)"
-    return results
 
 
 def _state(model: torch.nn.Module) -> dict[str, Any]:
@@ -99,7 +77,7 @@ def test_threads_on_one_model_get_the_sequential_results(family: str) -> None:
     sequential = [attnwidget.explain(model, tokenizer, t, methods=m) for t, m in CALLS]
     jobs = [(lambda t=t, m=m: attnwidget.explain(model, tokenizer, t, methods=m)) for t, m in CALLS]
     for _ in range(3):
-        results = _run_together(jobs)
+        results = run_together(jobs)
         for got, expected in zip(results, sequential, strict=True):
             if isinstance(got, BaseException):
                 raise got
@@ -117,7 +95,7 @@ def test_a_failing_thread_does_not_disturb_the_others() -> None:
         lambda: attnwidget.explain(model, tokenizer, CALLS[0][0], methods=CALLS[0][1]),
     ]
     for _ in range(3):
-        failed, worked = _run_together(jobs)
+        failed, worked = run_together(jobs)
         assert isinstance(failed, InputError) and "unknown label 'neutral'" in str(failed)
         _assert_equal(worked, expected)
         assert _state(model) == before
@@ -144,7 +122,7 @@ def test_the_lock_is_per_model() -> None:
         assert not model_lock(first).acquire(blocking=False)
         assert model_lock(second).acquire(blocking=False)
         model_lock(second).release()
-        (result,) = _run_together(
+        (result,) = run_together(
             [lambda: attnwidget.explain(second, tokenizer, "the dog", methods=_available("lrp"))]
         )
         assert isinstance(result, attnwidget.Explanation)
@@ -158,7 +136,7 @@ def test_the_lock_is_per_model() -> None:
 
 def test_nested_use_in_one_thread_does_not_deadlock() -> None:
     model, tokenizer = build("gpt2-lm")
-    (result,) = _run_together(
+    (result,) = run_together(
         [lambda: _explain_inside_capture_ready(model, tokenizer)]  # one thread, re-entered
     )
     assert isinstance(result, attnwidget.Explanation), result

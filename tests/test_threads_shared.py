@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+from concurrency import JOIN_TIMEOUT, run_together
 from tiny_models import build
 
 import attnwidget
@@ -39,7 +40,7 @@ pytestmark = pytest.mark.skipif(
 
 TEXT = "the keys to the cabinet are"
 OTHER = "a dog runs in the park"
-WAIT = 120.0  # only reached if a thread hangs (a deadlock is a failure)
+
 ROUNDS = 10
 
 
@@ -78,27 +79,6 @@ def _same(got: attnwidget.Explanation, expected: attnwidget.Explanation) -> None
         np.testing.assert_array_equal(got.scores[method], scores, err_msg=method)
 
 
-def _together(jobs: list[Callable[[], Any]]) -> list[Any]:
-    """Run the jobs in threads released at once; their results or exceptions."""
-    barrier = threading.Barrier(len(jobs))
-    results: list[Any] = [None] * len(jobs)
-
-    def worker(index: int) -> None:
-        barrier.wait()
-        try:
-            results[index] = jobs[index]()
-        except BaseException as error:  # handed to the test thread
-            results[index] = error
-
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(len(jobs))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(WAIT)
-    assert not any(thread.is_alive() for thread in threads), "a thread hung (deadlock?)"
-    return results
-
-
 def _user_pass(model: Any, tokenizer: Any, text: str = OTHER) -> dict[str, Any]:
     """A user's own training step: forward with labels, backward, the gradients read."""
     batch = tokenizer(text, return_tensors="pt")
@@ -129,7 +109,7 @@ def test_a_model_and_its_backbone_explained_in_two_threads() -> None:
         lambda: attnwidget.explain(model.bert, tokenizer, TEXT, methods=["raw", "rollout"]),
     ]
     for _ in range(ROUNDS):
-        got_whole, got_backbone = _together(jobs)
+        got_whole, got_backbone = run_together(jobs)
         for got in (got_whole, got_backbone):
             if isinstance(got, BaseException):
                 raise got
@@ -147,21 +127,21 @@ def test_the_lock_covers_every_model_that_shares_a_part() -> None:
     def hold() -> None:
         with model_lock(model.bert.encoder):
             held.set()
-            release.wait(WAIT)
+            release.wait(JOIN_TIMEOUT)
 
     holder = threading.Thread(target=hold)
     holder.start()
     try:
-        assert held.wait(WAIT)
+        assert held.wait(JOIN_TIMEOUT)
         for shares in (model, model.bert, model.bert.encoder.layer[0]):
             assert not model_lock(shares).acquire(blocking=False), type(shares).__name__
         assert model_lock(other).acquire(blocking=False)  # nothing shared: free
         with model_lock(same_config):  # re-entrant in this thread, and it shares the config
-            assert _together([lambda: model_lock(other).acquire(blocking=False)]) == [False]
+            assert run_together([lambda: model_lock(other).acquire(blocking=False)]) == [False]
         model_lock(other).release()
     finally:
         release.set()
-        holder.join(WAIT)
+        holder.join(JOIN_TIMEOUT)
     assert model_lock(model).acquire(blocking=False)
     model_lock(model).release()
 
@@ -176,17 +156,17 @@ def test_rules_installed_in_one_thread_leave_another_threads_pass_alone(rules: A
     def install() -> None:  # the rules alone, without capture_ready's lock and guard
         with rules(model):
             installed.set()
-            done.wait(WAIT)
+            done.wait(JOIN_TIMEOUT)
 
     installer = threading.Thread(target=install)
     installer.start()
     try:
-        assert installed.wait(WAIT)
+        assert installed.wait(JOIN_TIMEOUT)
         assert "attnwidget" in str(model.config._attn_implementation)
-        (got,) = _together([lambda: _user_pass(model, tokenizer)])
+        (got,) = run_together([lambda: _user_pass(model, tokenizer)])
     finally:
         done.set()
-        installer.join(WAIT)
+        installer.join(JOIN_TIMEOUT)
     if isinstance(got, BaseException):
         raise got
     _same_pass(got, alone)
@@ -202,7 +182,7 @@ def test_a_pass_started_while_the_model_is_held_waits_until_it_is_put_back() -> 
     def hold() -> None:
         with capture_ready(model):
             held.set()
-            release.wait(WAIT)
+            release.wait(JOIN_TIMEOUT)
 
     def user() -> None:
         try:
@@ -212,7 +192,7 @@ def test_a_pass_started_while_the_model_is_held_waits_until_it_is_put_back() -> 
 
     holder = threading.Thread(target=hold)
     holder.start()
-    assert held.wait(WAIT)
+    assert held.wait(JOIN_TIMEOUT)
     passer = threading.Thread(target=user)
     passer.start()
     passer.join(0.5)
@@ -220,8 +200,8 @@ def test_a_pass_started_while_the_model_is_held_waits_until_it_is_put_back() -> 
         assert passer.is_alive() and not results, "the pass ran on the prepared model"
     finally:
         release.set()
-        holder.join(WAIT)
-        passer.join(WAIT)
+        holder.join(JOIN_TIMEOUT)
+        passer.join(JOIN_TIMEOUT)
     (got,) = results
     if isinstance(got, BaseException):
         raise got
@@ -238,7 +218,7 @@ def test_explain_waits_for_a_pass_already_running() -> None:
     def pause(_module: Any, _args: Any) -> None:  # the user's own hook, mid-forward
         if threading.current_thread().name == "user":
             inside.set()
-            go.wait(WAIT)
+            go.wait(JOIN_TIMEOUT)
 
     handle = model.bert.encoder.layer[1].register_forward_pre_hook(pause)
     results: dict[str, Any] = {}
@@ -257,7 +237,7 @@ def test_explain_waits_for_a_pass_already_running() -> None:
     )
     user.start()
     try:
-        assert inside.wait(WAIT)
+        assert inside.wait(JOIN_TIMEOUT)
         explaining.start()
         explaining.join(0.5)  # explain() has the lock; it must not change the model under the pass
         assert explaining.is_alive(), "explain() ran while the user's pass was running"
@@ -265,8 +245,8 @@ def test_explain_waits_for_a_pass_already_running() -> None:
         assert _state(model)["attention"] == before["attention"]
     finally:
         go.set()
-        user.join(WAIT)
-        explaining.join(WAIT)
+        user.join(JOIN_TIMEOUT)
+        explaining.join(JOIN_TIMEOUT)
     handle.remove()
     for value in results.values():
         # explain() may refuse when the user's backward pass overlaps it (a clear error)
@@ -291,18 +271,18 @@ def test_a_backward_pass_reaching_the_frozen_parameters_gets_its_gradients() -> 
         try:
             with capture_ready(model):
                 held.set()
-                backward_done.wait(WAIT)
+                backward_done.wait(JOIN_TIMEOUT)
         except BaseException as error:
             errors.append(error)
 
     holder = threading.Thread(target=hold)
     holder.start()
     try:
-        assert held.wait(WAIT)
+        assert held.wait(JOIN_TIMEOUT)
         output.loss.backward()  # this thread's own pass, while the other holds the model
     finally:
         backward_done.set()
-        holder.join(WAIT)
+        holder.join(JOIN_TIMEOUT)
     (failed,) = errors  # the holder is told: its results could depend on the change
     assert isinstance(failed, ConcurrentUseError), failed
     assert "another thread" in str(failed) and "one after the other" in str(failed)
@@ -339,7 +319,7 @@ def test_a_users_training_steps_while_chefer2021_explains() -> None:
 
     for _ in range(2):
         trained.clear()
-        explained, passes = _together([explaining, training])
+        explained, passes = run_together([explaining, training])
         for value in (explained, passes):
             if isinstance(value, BaseException):
                 raise value
