@@ -34,7 +34,7 @@ from attnwidget.errors import InputError, ModelNotSupportedError
 from attnwidget.methods import ScoreContext, compute_scores, get_method
 from attnwidget.methods.registry import resolve_method_options
 from attnwidget.pipeline.explain import DEFAULT_METHODS, _explanation
-from attnwidget.pipeline.inputs import check_model, check_tokenizer, present
+from attnwidget.pipeline.inputs import check_model, check_tokenizer, decoder_start_id, present
 from attnwidget.results.explanation import Explanation
 from attnwidget.results.generation import GenerationExplanation
 
@@ -175,12 +175,7 @@ def _prompt_item(model: Any, encoding: Any, kind: str) -> Item:
     types = encoding.get("token_type_ids")
     item = Item(list(encoding["input_ids"]), None if types is None else list(types), None)
     if kind == ENCODER_DECODER:
-        start = getattr(model.config, "decoder_start_token_id", None)
-        if start is None:
-            start = getattr(model.generation_config, "decoder_start_token_id", None)
-        if start is None:
-            raise InputError("the model's config has no decoder_start_token_id; set it.")
-        item.decoder_ids = [int(start)]
+        item.decoder_ids = [decoder_start_id(model)]
     return item
 
 

@@ -150,12 +150,7 @@ def text_item(
     check_vocabulary(model, tokenizer, list(encoding["input_ids"]))
     decoder_ids = None
     if kind == ENCODER_DECODER:
-        start = getattr(model.config, "decoder_start_token_id", None)
-        if start is None:
-            start = getattr(model.generation_config, "decoder_start_token_id", None)
-        if start is None:
-            raise InputError("the model's config has no decoder_start_token_id; set it.")
-        decoder_ids = [int(start)]
+        decoder_ids = [decoder_start_id(model)]
         if decoder_text:
             decoder_ids += tokenizer(decoder_text, add_special_tokens=False)["input_ids"]
             check_vocabulary(model, tokenizer, decoder_ids)
@@ -192,3 +187,16 @@ def check_pooled_row(row: int, pooled: tuple[int, ...], names: list[str], query_
         f"prediction, or request only attention methods ({', '.join(readers)}), which can "
         "read any row."
     )
+
+
+def decoder_start_id(model: Any) -> int:
+    """The token an encoder-decoder's decoder starts from (config, else generation config)."""
+    start = getattr(model.config, "decoder_start_token_id", None)
+    if start is None:
+        start = getattr(model.generation_config, "decoder_start_token_id", None)
+    if start is None:
+        raise InputError(
+            "the model's config has no decoder_start_token_id; set it "
+            "(model.config.decoder_start_token_id = <id>, often the pad or bos token's id)."
+        )
+    return int(start)
