@@ -77,6 +77,7 @@ from attnwidget.views.annotate._items import (
     saved_trait,
     values_of,
 )
+from attnwidget.views.annotate._messages import answer_page
 from attnwidget.views.annotate._model import ModelSide
 from attnwidget.views.annotate._traits import AnnotatorTraits
 from attnwidget.views.core.base import RecordedReply
@@ -380,43 +381,7 @@ class Annotator(AnnotatorTraits):
 
     def _answer(self, content: dict[str, Any]) -> dict[str, Any]:
         """Do what the page asks; the reply to send (after the next item's state)."""
-        request, k = content.get("request"), content.get("index")
-        try:
-            if content["type"] == "first":
-                found = self._order.first_unannotated()
-                if found is None:
-                    raise InputError(f"all {self.count} items are saved: none is left to do")
-                k = found
-            if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k < self.count:
-                raise InputError(f"index {k!r} is not an item: 0..{self.count - 1}")
-            if content["type"] in ("go", "first"):
-                self.index = k
-                return {"type": "shown", "request": request, "index": self.index}
-            if content.get("item_id") != self._items[k].id:
-                raise InputError(
-                    f"the page's item {content.get('item_id')!r} is not item {k} "
-                    f"({self._items[k].id!r}) any more: nothing was saved"
-                )
-            saved = self._save(
-                k,
-                content.get("spans", []),
-                content.get("label", ""),
-                content.get("note", ""),
-                content.get("confidence"),
-            )
-        except Exception as error:  # never raise into the comm: the page shows it
-            log.warning("attnwidget: the page's %s was refused: %s", content.get("type"), error)
-            return {"type": "refused", "request": request, "index": k, "message": str(error)}
-        if content.get("advance") and self.index == k and k + 1 < self.count:
-            self.index = k + 1
-        return {
-            "type": "saved",
-            "request": request,
-            "index": k,
-            "item_id": saved.item_id,
-            "revision": saved.revision,
-            "progress": list(self.progress),
-        }
+        return answer_page(self, content)
 
     def _export_replies(self) -> tuple[list[RecordedReply], dict[str, Any] | None]:
         return [], {
