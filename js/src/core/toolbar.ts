@@ -5,6 +5,7 @@
  * part of the picture.
  */
 import { h, styleElement } from "./dom";
+import { onFirstPaint } from "./first_paint";
 import { snapshot, snapshotToPng } from "./snapshot";
 import styles from "./toolbar.css";
 
@@ -44,7 +45,8 @@ export function download(doc: Document, blob: Blob, fileName: string): void {
 
 /**
  * Put the toolbar in `el` and let `draw` render the view below it, in an
- * element of its own; the returned cleanup removes both.
+ * element of its own, once the frame is laid out; the returned cleanup
+ * removes both.
  */
 export function withToolbar(el: HTMLElement, viewName: string, draw: (viewEl: HTMLElement) => Cleanup | void): Cleanup {
   const doc = el.ownerDocument;
@@ -78,9 +80,11 @@ export function withToolbar(el: HTMLElement, viewName: string, draw: (viewEl: HT
   }
 
   el.appendChild(frame);
-  const cleanup = draw(view);
+  // The frame always has a box once shown (the toolbar is in it): the view
+  // starts then, so it never measures itself while hidden (first_paint.ts).
+  const cleanup = onFirstPaint(frame, () => draw(view));
   return () => {
-    if (typeof cleanup === "function") cleanup();
+    cleanup();
     frame.remove();
   };
 }
