@@ -45,6 +45,8 @@ NOTEBOOK_FILES = frozenset(
         "test_notebook_images.py",
         "test_notebooks_teaching.py",
         "test_jupyterlab.py",
+        "test_marimo.py",
+        "test_voila.py",
     }
 )
 

@@ -27,6 +27,7 @@ from attnwidget.views.core.method_maps import METHOD_MATRICES
 from attnwidget.views.explorer._compute import OnDemand
 from attnwidget.views.explorer._html import explorer_page
 from attnwidget.views.explorer._links import Links
+from attnwidget.views.explorer._marimo import marimo_display
 from attnwidget.views.explorer._methods import options_for
 from attnwidget.views.explorer._text import _message
 from attnwidget.views.flow.flow_view import FlowView
@@ -372,6 +373,10 @@ class ExplorerBase(OnDemand, widgets.VBox):
                 self.method_picker.value = change["new"]
             finally:
                 self._busy = busy
+
+    def _display_(self) -> Any:
+        """marimo's display hook (Jupyter ignores it): see explorer/_marimo.py."""
+        return marimo_display(self, TITLES)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(target={self.target!r}, views={list(self.views)})"

@@ -27,11 +27,19 @@ export class Listeners {
     return this.add(() => target.removeEventListener(type, listener, options));
   }
 
-  /** Call `fn` on the model event `name` ("change:x y", "msg:custom", ...). */
+  /**
+   * Call `fn` on the model event `name`, or on each of several separated by
+   * spaces ("change:x change:y", "msg:custom"). Registered one name at a
+   * time: Jupyter's Backbone models split such a list themselves, marimo's
+   * model keeps it as one name that no event ever has.
+   */
   model(model: object, name: string, fn: (...args: never[]) => void): this {
     const events = model as ModelEvents;
-    events.on(name, fn);
-    return this.add(() => events.off(name, fn));
+    for (const one of name.split(/\s+/).filter(Boolean)) {
+      events.on(one, fn);
+      this.add(() => events.off(one, fn));
+    }
+    return this;
   }
 
   /** Call `fn` when any of the traits `names` changes. */

@@ -53,6 +53,34 @@ describe("Listeners", () => {
     assert.deepEqual(order, ["last", "first"]);
   });
 
+  test("a list of names reaches a model that keeps each name as given (marimo's)", () => {
+    // marimo's model: listeners by the exact name, and a change callback gets
+    // one argument (the new value), where Backbone passes the model first.
+    const handlers = new Map<string, Set<(value: unknown) => void>>();
+    const model = {
+      on(name: string, fn: (value: unknown) => void): void {
+        if (!handlers.has(name)) handlers.set(name, new Set());
+        handlers.get(name)!.add(fn);
+      },
+      off(name: string, fn: (value: unknown) => void): void {
+        handlers.get(name)?.delete(fn);
+      },
+    };
+    const emit = (name: string, value: unknown): void => {
+      for (const fn of handlers.get(name) ?? []) fn(value);
+    };
+    let calls = 0;
+    const listeners = new Listeners().model(model, "change:image  change:image_size", () => (calls += 1));
+    emit("change:image", "png");
+    emit("change:image_size", [4, 4]);
+    assert.equal(calls, 2);
+    assert.equal(handlers.get("change:image change:image_size"), undefined);
+    listeners.dispose();
+    emit("change:image", "png");
+    assert.equal(calls, 2);
+    assert.equal([...handlers.values()].reduce((n, set) => n + set.size, 0), 0);
+  });
+
   test("a clean-up added after dispose runs at once", () => {
     const listeners = new Listeners();
     listeners.dispose();
