@@ -5,8 +5,9 @@ widgets' comms are real ``comm.base_comm.BaseComm`` objects (what ipykernel's
 comms are) whose transport records each message's size, so the first state
 (the ``comm_open`` that carries it), every state update and every custom reply
 is measured, those of a container's child widgets included. The page's requests
-go through ipywidgets' own dispatch (``_handle_custom_msg``), as the comm
-delivers them. Where an input is too large for the page, the view refuses it
+go to the handlers the view registered with ``on_msg`` (as ipywidgets' dispatch
+calls them, but raising what they raise), and each must be answered without an
+error reply. Where an input is too large for the page, the view refuses it
 with an :class:`InputError` naming the part, and nothing over the cap went out.
 ``test_message_caps.py`` covers the Annotator, the AttentionCalculator, HeadView
 and AttentionMatrixView.
