@@ -165,7 +165,8 @@ def test_static_mode_adds_a_standalone_html_rendering(monkeypatch: pytest.Monkey
     view = make_view(TOKENS)
     monkeypatch.delenv("ATTNWIDGET_STATIC", raising=False)
     data, _ = view._repr_mimebundle_()
-    assert "text/html" not in data
+    # Not static: the framed page fallback (tests/test_mimebundle.py), not the fragment.
+    assert data["text/html"].startswith("<iframe")
     assert "application/vnd.jupyter.widget-view+json" in data
 
     monkeypatch.setenv("ATTNWIDGET_STATIC", "1")
@@ -178,7 +179,7 @@ def test_static_mode_adds_a_standalone_html_rendering(monkeypatch: pytest.Monkey
     assert '<script type="module" async data-attnwidget-bundle>' in html
 
     monkeypatch.setenv("ATTNWIDGET_STATIC", "0")
-    assert "text/html" not in view._repr_mimebundle_()[0]
+    assert view._repr_mimebundle_()[0]["text/html"].startswith("<iframe")
 
 
 # --------------------------------------------------------------- browser side

@@ -147,17 +147,26 @@ class _AttnWidget(anywidget.AnyWidget):
         return [], None
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        # With ATTNWIDGET_STATIC=1 in the kernel's environment, also offer a
-        # standalone text/html rendering: static exports of executed notebooks
-        # (scripts/run_notebook.py) show the view with no widget manager. Live
-        # front ends keep preferring the widget mimetype.
+        # Live front ends draw the widget-view output and ignore the rest; hosts
+        # with no widget manager (nbconvert, previews) show the fallback
+        # (fallback.py). With ATTNWIDGET_STATIC=1 the fallback is the bare
+        # fragment scripts/run_notebook.py gathers into one page instead.
+        # anywidget's metadata (Colab's custom widget manager URL) is kept as is.
+        from attnwidget.views.core.fallback import fallback_data
         from attnwidget.views.core.standalone import fragment, static_mode
 
         bundle = super()._repr_mimebundle_(**kwargs)
-        if bundle is None or not static_mode():
+        if bundle is None:
             return bundle
         data, metadata = bundle
-        return {**data, "text/html": fragment(self)}, metadata
+        if static_mode():
+            return {**data, "text/html": fragment(self)}, metadata
+        try:
+            extra = fallback_data(self)
+        except Exception:  # a fallback must never cost the live view
+            log.exception("attnwidget: no static fallback for this view")
+            extra = {}
+        return {**data, **extra}, metadata
 
 
 def _keyword_traits(cls: type[_AttnWidget]) -> set[str]:

@@ -249,15 +249,35 @@ h1 { font-size: 1.1rem; font-weight: 600; margin: 0 0 12px 0; }
 """.strip()
 
 
-def page(widget: _AttnWidget, *, title: str | None = None) -> str:
-    """A complete HTML document that shows the widget with no kernel and no network."""
+def page(widget: _AttnWidget, *, title: str | None = None, frame: bool = False) -> str:
+    """A complete HTML document that shows the widget with no kernel and no network.
+
+    ``frame``: the page goes in an iframe (a notebook's fallback, fallback.py)
+    and reports its height to the host page.
+    """
     name = title if title is not None else f"attnwidget {type(widget).__name__}"
-    view, replies = exported(widget)
+    view, answers = exported(widget)
     heading = f"<h1>{html.escape(name)}</h1>" if title is not None else ""
-    return document(name, [heading, view], bundle_script(widget_bundle(widget)), replies)
+    bundle = bundle_script(widget_bundle(widget))
+    css = _FRAME_CSS if frame else ""
+    return document(name, [heading, view], bundle, answers, css=css, frame=frame)
 
 
-def document(title: str, body: list[str], bundle: str, replies: list[str], *, css: str = "") -> str:
+#: A framed page: no margin of its own, the host's cell gives it room.
+_FRAME_CSS = "body { margin: 0; padding: 4px 0; }"
+#: Attribute on ``<html>`` of a framed page (js/src/core/standalone.ts FRAME_ATTRIBUTE).
+FRAME_ATTRIBUTE = "data-attnwidget-frame"
+
+
+def document(
+    title: str,
+    body: list[str],
+    bundle: str,
+    replies: list[str],
+    *,
+    css: str = "",
+    frame: bool = False,
+) -> str:
     """The locked-down page around ``body`` (views' blocks), the bundle, then the replies."""
     # The page may run only its own bundle (by hash) and load nothing at all:
     # even if some text slipped through as markup it could neither run nor fetch.
@@ -274,7 +294,7 @@ def document(title: str, body: list[str], bundle: str, replies: list[str], *, cs
     return "\n".join(
         [
             "<!DOCTYPE html>",
-            '<html lang="en">',
+            f'<html lang="en" {FRAME_ATTRIBUTE}>' if frame else '<html lang="en">',
             "<head>",
             '<meta charset="utf-8">',
             f'<meta http-equiv="Content-Security-Policy" content="{policy}">',

@@ -97,7 +97,32 @@ export function mountStandalone(root: ParentNode, render: Render): StandaloneVie
  */
 export function mountWhenReady(doc: Document, render: Render): void {
   mountStandalone(doc, render);
+  reportFrameSize(doc);
   if (doc.readyState === "loading") {
     doc.addEventListener("DOMContentLoaded", () => mountStandalone(doc, render), { once: true });
   }
+}
+
+/** Attribute on `<html>` of a page shown in a notebook's iframe (attnwidget/views/core/fallback.py). */
+export const FRAME_ATTRIBUTE = "data-attnwidget-frame";
+/** The message that tells the host page the framed page's height. */
+export const SIZE_MESSAGE = "attnwidget-frame-size";
+
+/**
+ * In a framed page, tell the host page the document's height whenever it
+ * changes, so the host sizes the iframe to the view (a sandboxed frame's
+ * host cannot read it). The message carries a number only.
+ */
+export function reportFrameSize(doc: Document): void {
+  const win = doc.defaultView;
+  const root = doc.documentElement;
+  if (!win || win.parent === win || !root.hasAttribute(FRAME_ATTRIBUTE) || typeof ResizeObserver === "undefined") return;
+  let last = -1;
+  const post = () => {
+    const height = Math.ceil(root.getBoundingClientRect().height);
+    if (height === last) return;
+    last = height;
+    win.parent.postMessage({ type: SIZE_MESSAGE, height }, "*");
+  };
+  new ResizeObserver(post).observe(root);
 }
