@@ -49,7 +49,7 @@ from attnwidget.views import (
     SaliencyView,
 )
 from attnwidget.views.attention.head_view import HeadView
-from attnwidget.views.attention.neuron_size import neuron_size
+from attnwidget.views.attention.neuron_size import STATE_RESERVE, neuron_size
 from attnwidget.views.core.message_size import MESSAGE_CAP, message_bytes
 from attnwidget.views.explorer.image_explorer import ImageExplorer
 from attnwidget.views.flow._stack import MAX_TOKENS as FLOW_MAX_TOKENS
@@ -220,14 +220,6 @@ def test_model_view_at_1024_tokens_pages_its_attention(notebook) -> None:
     print(f"ModelView n={n}: largest message {size:,} B over {len(notebook)} messages")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=InputError,
-    reason="issue 20: attention chunks and HeadView's preload hold up to MAX_MESSAGE_BYTES "
-    "(8 MiB) of float16, the whole MESSAGE_CAP, so 8 MiB of heads plus the JSON is refused: "
-    "ModelView's reply for a layer of 4 heads at 1,024 tokens (the page's request goes "
-    "unanswered), HeadView(exp) itself at 512 tokens with 16 heads",
-)
 @pytest.mark.parametrize(("cls", "heads", "n"), [(ModelView, 4, 1024), (HeadView, 16, 512)])
 def test_a_layer_of_exactly_8_mib_is_paged_under_the_cap(notebook, cls, heads, n) -> None:
     exp = Explanation.from_attentions(softmax_attention(1, heads, n), tokens(n), methods=None)
@@ -282,17 +274,10 @@ def test_neuron_view_at_its_longest_text_and_one_past_it(notebook) -> None:
     view.send_state()  # the whole state, as when the page (re)connects
     view.layer = 0  # the other layer's arrays
     size = largest(notebook)
-    assert size > MESSAGE_CAP * 0.95  # really at the edge
+    assert size > (MESSAGE_CAP - STATE_RESERVE) * 0.95  # really at the edge
     print(f"NeuronView n={n}: largest message {size:,} B")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=InputError,
-    reason="issue 20: NeuronView's length limit (neuron_size.most_tokens) counts only the "
-    "arrays, not the rest of the state (the ~230 KB front-end bundle, the tokens), so at the "
-    "length its refusal names the whole state is 8.2 MiB and a page (re)connecting is refused",
-)
 def test_neuron_view_state_fits_at_the_length_its_refusal_names(notebook) -> None:
     model, tokenizer = neuron_bert()
     words = " ".join(["the keys to the cabinet"] * 300)

@@ -22,6 +22,10 @@ from attnwidget.views.core.message_size import MESSAGE_CAP
 #: CPU float operations per second assumed by the estimate (a busy laptop core
 #: runs ~1e9–1e10; the low end keeps the estimate from promising too little).
 FLOPS_PER_SECOND = 2e9
+#: What the rest of a NeuronView's state takes beside one layer's arrays: the
+#: front-end bundle sent with every view's state (~230 KB), the tokens and the
+#: other traits. Left free under the cap so a page (re)connecting gets it whole.
+STATE_RESERVE = 1024 * 2**10
 
 
 @dataclass(frozen=True)
@@ -52,9 +56,10 @@ class NeuronSize:
     def most_tokens(self, cap: int = MESSAGE_CAP) -> int:
         """The longest text (tokens) whose page state fits under ``cap``."""
         per_token = (4 if self.rotary else 2) * self.heads * self.head_dim
-        # 8·H·n² + 4·per_token·n ≤ cap, solved for n
+        # 8·H·n² + 4·per_token·n ≤ cap − reserve, solved for n
         a, b = 8 * self.heads, 4 * per_token
-        return int((-b + math.sqrt(b * b + 4 * a * cap)) / (2 * a))
+        room = cap - STATE_RESERVE
+        return int((-b + math.sqrt(b * b + 4 * a * room)) / (2 * a))
 
 
 def neuron_size(model: Any, layouts: list[QKLayout], tokens: int) -> NeuronSize:
@@ -71,7 +76,7 @@ def neuron_size(model: Any, layouts: list[QKLayout], tokens: int) -> NeuronSize:
 
 def check_fits(size: NeuronSize, cap: int = MESSAGE_CAP) -> None:
     """Refuse, before anything runs, a text whose page state would pass ``cap``."""
-    if size.page_bytes <= cap:
+    if size.page_bytes <= cap - STATE_RESERVE:
         return
     raise InputError(
         f"NeuronView: {size.tokens:,} tokens × {size.heads} heads would send "

@@ -20,6 +20,7 @@ from attnwidget.views.core.buffers import (
     decode_float16,
     encode_attention,
 )
+from attnwidget.views.core.message_size import MESSAGE_CAP
 from attnwidget.views.core.method_maps import METHOD_MATRICES, method_maps, shown_methods
 from attnwidget.views.core.tokens import raw_tokens_of
 
@@ -30,10 +31,10 @@ WIRE_RTOL = 2.0**-11
 #: Absolute precision below 2**-14 (half's subnormal spacing / 2).
 WIRE_ATOL = 2.0**-25
 
-#: Largest binary payload of one kernel -> page message. The Jupyter server's
-#: default websocket limit is 10 MiB (tornado's max_message_size); the margin
-#: leaves room for the JSON part and the framing.
-MAX_MESSAGE_BYTES = 8 * 2**20
+#: Largest binary payload of one kernel -> page message: the cap every view's
+#: messages are checked against (views/core/message_size.py) less room for the
+#: message's JSON part, so a payload of exactly this size is still sent.
+MAX_MESSAGE_BYTES = MESSAGE_CAP - 256 * 2**10
 #: Inputs whose attention is at most this many bytes (float16) ship whole in
 #: the initial state, so they need no round trip and work in exported HTML.
 PRELOAD_BYTES = 4 * 2**20
