@@ -47,6 +47,7 @@ NOTEBOOK_FILES = frozenset(
         "test_jupyterlab.py",
         "test_marimo.py",
         "test_voila.py",
+        "test_nbconvert.py",
     }
 )
 
