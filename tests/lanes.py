@@ -48,6 +48,8 @@ NOTEBOOK_FILES = frozenset(
         "test_marimo.py",
         "test_voila.py",
         "test_nbconvert.py",
+        # Builds the documentation site, executing its notebooks.
+        "test_docs.py",
     }
 )
 
