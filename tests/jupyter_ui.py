@@ -285,7 +285,13 @@ def assert_views_drawn(page: Any, expected: int) -> None:
     for i in range(expected):
         frame = drawn.nth(i).locator(".attnw-frame")
         assert frame.count() == 1
+        # A view starts on its first paint (js/src/core/first_paint.ts): one the
+        # notebook keeps off screen (JupyterLab's content-visibility) draws when
+        # scrolled to, as a user would.
+        frame.scroll_into_view_if_needed()
+        frame.locator(".attnw-view > .attnw").wait_for(timeout=20000)
         assert frame.locator(".attnw-view > .attnw").count() == 1  # the view's own root
+        frame.locator("[data-state=loading]").wait_for(state="detached", timeout=20000)
     assert page.locator(".attnw-error, .attnw-frame [data-state=error]").count() == 0
 
 
