@@ -79,6 +79,13 @@ if [ "$FAST" = 1 ]; then
   echo "fast lane pytest: ${SECONDS}s"
   exit 0
 fi
+# The documentation site, built once (notebooks on both cores, cached in
+# .docs-cache/): a notebook error or a broken link fails here;
+# tests/test_docs.py then checks this site in Chromium instead of building its own.
+echo "== docs"
+scripts/docs.sh
+export ATTNWIDGET_DOCS_SITE="$PWD/site"
+SECONDS=0
 echo "== pytest"
 run_pytest python -m pytest -q -p no:cacheprovider "${PARALLEL[@]}" --durations=20 "$@"
 echo "pytest: ${SECONDS}s"
