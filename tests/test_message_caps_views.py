@@ -27,7 +27,7 @@ import torch
 import transformers as tf
 from comm.base_comm import BaseComm
 from image_fixtures import made_explanation
-from tiny_models import build
+from tiny_models import build, long_bert
 
 import attnwidget
 from attnwidget import demo
@@ -243,23 +243,8 @@ def test_flow_view_at_1024_tokens(notebook) -> None:
     print(f"FlowView n={n}: largest message {size:,} B")
 
 
-def neuron_bert() -> tuple[Any, Any]:
-    """A small random BERT that takes 2,048 positions (the tiny ones stop at 64)."""
-    _, tokenizer = build("bert-cls")
-    config = tf.BertConfig(
-        vocab_size=tokenizer.vocab_size,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=64,
-        max_position_embeddings=2048,
-    )
-    torch.manual_seed(0)
-    return tf.BertModel(config).eval(), tokenizer
-
-
 def test_neuron_view_at_its_longest_text_and_one_past_it(notebook) -> None:
-    model, tokenizer = neuron_bert()
+    model, tokenizer = long_bert()
     words = " ".join(["the keys to the cabinet"] * 300)
     ids = tokenizer(words)["input_ids"]
     with pytest.raises(InputError, match=r"NeuronView: .* at most ([\d,]+) tokens") as caught:
@@ -279,7 +264,7 @@ def test_neuron_view_at_its_longest_text_and_one_past_it(notebook) -> None:
 
 
 def test_neuron_view_state_fits_at_the_length_its_refusal_names(notebook) -> None:
-    model, tokenizer = neuron_bert()
+    model, tokenizer = long_bert()
     words = " ".join(["the keys to the cabinet"] * 300)
     ids = tokenizer(words)["input_ids"]
     most = neuron_size(model, qk_layouts(model), len(ids)).most_tokens()

@@ -5,10 +5,8 @@ as it was. Real tiny models; the interrupt comes from a real forward hook."""
 from __future__ import annotations
 
 import pytest
-import torch
-import transformers as tf
 from test_restoration import assert_restored, snapshot
-from tiny_models import build
+from tiny_models import build, long_bert
 
 import attnwidget
 from attnwidget.capture.qk import qk_layouts
@@ -16,21 +14,6 @@ from attnwidget.errors import InputError
 from attnwidget.views import NeuronView
 from attnwidget.views.attention.neuron_size import neuron_size
 from attnwidget.views.core.message_size import MESSAGE_CAP
-
-
-def long_bert():
-    """A small random BERT that takes 2,048 positions (the tiny ones stop at 64)."""
-    _, tokenizer = build("bert-cls")
-    config = tf.BertConfig(
-        vocab_size=tokenizer.vocab_size,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=64,
-        max_position_embeddings=2048,
-    )
-    torch.manual_seed(0)
-    return tf.BertModel(config).eval(), tokenizer
 
 
 def text_of(tokens: int) -> str:

@@ -360,3 +360,20 @@ def falcon_alibi_through_interface() -> bool:
 
     source = inspect.getsource(modeling_falcon.FalconAttention.forward)
     return "attention_interface" in source and "softmax" not in source
+
+
+def long_bert():
+    """A small random BERT encoder (no head) taking 2,048 positions (tiny ones stop at 64)."""
+    import transformers as tf
+
+    _, tokenizer = build("bert-cls")
+    config = tf.BertConfig(
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=2048,
+    )
+    torch.manual_seed(0)
+    return tf.BertModel(config).eval(), tokenizer
