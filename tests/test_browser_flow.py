@@ -265,9 +265,13 @@ def test_explorer_typing_reexplains(page_watch, solara_test, page_session) -> No
     explorer = Explorer(model, tokenizer, "the keys to the cabinet")
     display(explorer)
     page = page_session
-    # The flow view sits in a tab that is not shown: attached, not visible.
-    page.locator(f"{ROOT}[data-state=ready]").wait_for(state="attached")
     page.locator(".attnw-saliency .attnw-tok").first.wait_for()
+    # Views start on first paint, so the Flow tab is shown before its view is read.
+    flow_tab = [
+        i for i, child in enumerate(explorer.tabs.children) if child is explorer.views["flow"]
+    ]
+    explorer.tabs.selected_index = flow_tab[0]
+    page.locator(f"{ROOT}[data-state=ready]").wait_for()
     box = page.locator(".attnw-explorer-text input")
     box.fill("the key near the old doors")
     box.press("Enter")
