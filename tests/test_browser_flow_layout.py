@@ -219,11 +219,13 @@ def test_selection_made_while_hidden_is_in_sight_when_shown(
     box = widgets.Box([view], layout=widgets.Layout(display="none"))
     display(box)
     page = page_session
-    page.locator(f"{ROOT}[data-state=ready]").wait_for(state="attached")
+    # Views start on first paint: hidden, the diagram waits; the selection made
+    # from Python meanwhile is the one it opens on when shown.
+    page.locator(".widget-box").first.wait_for(state="attached")
     view.select(0, 280)
-    page.locator(f"{ROOT}[data-selected='0:280']").wait_for(state="attached")
     box.layout.display = "flex"
-    page.locator(ROOT).wait_for(state="visible")
+    page.locator(f"{ROOT}[data-state=ready]").wait_for()
+    page.locator(f"{ROOT}[data-selected='0:280']").wait_for()
     page.wait_for_function(
         "() => { const s = document.querySelector('.attnw-flow .attnw-flow-scroll')"
         ".getBoundingClientRect(); const r = document.querySelectorAll("
