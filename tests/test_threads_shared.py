@@ -258,6 +258,61 @@ def test_explain_waits_for_a_pass_already_running() -> None:
     assert _state(model) == before
 
 
+def test_explain_waits_for_a_backward_pass_already_running() -> None:
+    # A backward pass runs in no module's frame. One paused in its first step
+    # (before it reaches any parameter) when explain() starts must be waited
+    # for: frozen under it, a parameter whose hooks it had already passed
+    # would silently get no gradient (seen once in CI: pooler.dense.bias).
+    model, tokenizer = _model()
+    before = _state(model)
+    alone = _user_pass(model, tokenizer)
+    inside, go = threading.Event(), threading.Event()
+    results: dict[str, Any] = {}
+
+    def user() -> None:
+        try:
+            batch = tokenizer(OTHER, return_tensors="pt")
+            output = model(**batch, labels=torch.tensor([1]))
+
+            def pause(grad: torch.Tensor) -> None:  # mid-backward, no parameter reached yet
+                inside.set()
+                go.wait(JOIN_TIMEOUT)
+
+            output.logits.register_hook(pause)
+            output.loss.backward()
+            grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+            model.zero_grad(set_to_none=True)
+            results["user"] = {"logits": output.logits.detach().clone(), "grads": grads}
+        except BaseException as error:
+            results["user"] = error
+
+    def explain() -> None:
+        try:
+            results["explain"] = attnwidget.explain(model, tokenizer, TEXT, methods=["lrp"])
+        except BaseException as error:
+            results["explain"] = error
+
+    passer = threading.Thread(target=user)
+    explaining = threading.Thread(target=explain)
+    passer.start()
+    try:
+        assert inside.wait(JOIN_TIMEOUT)
+        explaining.start()
+        explaining.join(0.5)
+        assert explaining.is_alive(), "explain() ran while the user's backward pass was running"
+        assert _state(model)["requires_grad"] == before["requires_grad"]
+    finally:
+        go.set()
+        passer.join(JOIN_TIMEOUT)
+        explaining.join(JOIN_TIMEOUT)
+    for value in results.values():
+        if isinstance(value, BaseException):
+            raise value  # no ConcurrentUseError either: the passes did not overlap
+    _same_pass(results["user"], alone)
+    _same(results["explain"], attnwidget.explain(model, tokenizer, TEXT, methods=["lrp"]))
+    assert _state(model) == before
+
+
 def test_a_backward_pass_reaching_the_frozen_parameters_gets_its_gradients() -> None:
     """The forward ran before the model was prepared, the backward while it is held."""
     model, tokenizer = _model()

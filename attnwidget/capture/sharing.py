@@ -20,7 +20,8 @@ capture for re-running methods, and ``model`` then ``model.bert`` is fine).
 and ``requires_grad`` are plain attributes every thread sees. While a capture
 has changed them, a forward pass of the same modules from another thread
 waits at its first module until the model is put back; a pass already running
-when the capture starts is waited for before anything changes; a backward
+when the capture starts (a forward pass through these modules, or a backward
+pass of any model) is waited for before anything changes; a backward
 pass that reaches a parameter frozen for the capture gets its gradient (the
 parameter is unfrozen for it) and the capture is told, so its caller raises
 :class:`~attnwidget.errors.ConcurrentUseError` instead of returning a result
@@ -155,6 +156,26 @@ def model_lock(model: torch.nn.Module) -> SharedLock:
 _CALLS = frozenset(
     {torch.nn.Module._wrapped_call_impl.__code__, torch.nn.Module._call_impl.__code__}
 )
+
+
+def _backward_codes() -> frozenset[Any]:
+    """The Python frames a thread sits in while autograd's engine runs its backward pass.
+
+    ``Tensor.backward`` and ``torch.autograd.grad`` both end in one Python call
+    into the C++ engine, whose frame stays on the calling thread's stack until
+    the pass ends (``_engine_run_backward`` since torch 2.2; the public
+    functions themselves before it).
+    """
+    import torch.autograd.graph as graph
+
+    codes = {torch.autograd.backward.__code__, torch.autograd.grad.__code__}
+    engine = getattr(graph, "_engine_run_backward", None)
+    if engine is not None:
+        codes.add(engine.__code__)
+    return frozenset(codes)
+
+
+_BACKWARD = _backward_codes()
 _POLL_S = 0.002
 
 
@@ -165,6 +186,23 @@ def _calling(frame: FrameType | None, ids: set[int], skip: object = None) -> boo
             module = frame.f_locals.get("self")
             if module is not skip and id(module) in ids:
                 return True
+        frame = frame.f_back
+    return False
+
+
+def _in_backward(frame: FrameType | None) -> bool:
+    """Whether a thread is inside autograd's engine (any backward pass, any model).
+
+    A backward pass runs in no module's frame, so :func:`_calling` cannot see
+    it, and which parameters its graph reaches cannot be read cheaply from
+    Python. Yet one already running when a capture freezes the parameters
+    may have passed a parameter's hooks (the guard's were not there yet) and
+    then find it frozen: autograd drops that gradient silently. So the capture
+    waits for every backward pass running elsewhere; they end on their own.
+    """
+    while frame is not None:
+        if frame.f_code in _BACKWARD:
+            return True
         frame = frame.f_back
     return False
 
@@ -226,10 +264,13 @@ class ForeignGuard:
             # after this hook, so the parameter is unfrozen here and kept so from
             # now on (freeze() and a nested restore skip it, under the same lock,
             # so no freeze can fall between this hook and that check).
+            # Before the capture changes anything, the pass is one that changed()
+            # waits for (or one that started just after that wait): it disturbs
+            # nothing yet, but its parameter must not be frozen under it.
             with _COND:
                 if self.done:
                     return
-                self.disturbed = True
+                self.disturbed = self.disturbed or self.changing
                 self._kept.add(id(param))
                 if not param.requires_grad:
                     param.requires_grad_(True)
@@ -260,7 +301,8 @@ class ForeignGuard:
             return
         while self._running_elsewhere():
             time.sleep(_POLL_S)
-        self.changing = True
+        with _COND:  # under the lock the parameter hooks take
+            self.changing = True
         active = _ACTIVE.setdefault(self.owner, [])
         active.append(self)
         try:
@@ -280,7 +322,9 @@ class ForeignGuard:
         with _COND:
             skip = {self.owner, *_WAITING}
         frames = sys._current_frames()
-        return any(_calling(f, self.ids) for t, f in frames.items() if t not in skip)
+        return any(
+            _calling(f, self.ids) or _in_backward(f) for t, f in frames.items() if t not in skip
+        )
 
     def remove(self) -> None:
         for handle in self._handles:
