@@ -131,7 +131,7 @@ def test_held_out_accuracy_with_attractors(name: str, loaded) -> None:
     assert len(examples) == 500 and all(ex.attractor_indices for ex in examples)
     predicted = _predicted_numbers(model, tokenizer, [ex.text for ex in examples])
     acc = sum(p == ex.label for p, ex in zip(predicted, examples, strict=True)) / len(examples)
-    # Margin, not one run's figure: the shipped weights get 500 of 500 (README). 0.95
+    # Margin, not one run's figure: the shipped weights get 500 of 500 (demo-models page). 0.95
     # allows 25 errors; a retrain that is truly 99 % accurate makes 5 ± 2.2 (binomial
     # sd) and passes with the bound 9 sd away, while chance (two classes) is 0.5.
     assert acc >= 0.95, f"{name}: held-out accuracy with attractors {acc:.3f}"

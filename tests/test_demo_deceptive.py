@@ -50,7 +50,7 @@ def shares() -> dict[str, dict[str, float]]:
 def test_as_accurate_as_the_model_it_came_from() -> None:
     model, tokenizer = demo.load("sva-deceptive")
     held_out = grammar.generate(300, seed=3, split="test", attractors=True)
-    # As test_demo's bound: shipped 100 % (README); 0.95 allows 15 of 300 errors, a
+    # As test_demo's bound: shipped 100 % (demo-models page); 0.95 allows 15 of 300 errors, a
     # model truly at 99 % makes 3 ± 1.7.
     assert accuracy(model, tokenizer, held_out) >= 0.95
 

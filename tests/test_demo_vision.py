@@ -242,7 +242,7 @@ def test_held_out_accuracy(shipped) -> None:
         predicted = model(pixel_values=x).logits.argmax(-1).numpy()
     truth = np.array([r.label_id for r in test])
     accuracy = float((predicted == truth).mean())
-    # Shipped: 99.6 % on 1,000 test images (README). On these 500 that is 2 ± 1.4
+    # Shipped: 99.6 % on 1,000 test images (demo-models page). On these 500 that is 2 ± 1.4
     # errors (binomial sd); 0.95 allows 25, and chance is one in len(shapes.LABELS).
     assert accuracy >= 0.95, f"held-out accuracy {accuracy:.3f}"
     # Per class, measured on these 500: square 130/131, circle 158/160, triangle 117/117,
@@ -320,7 +320,7 @@ def test_train_command_evaluates_the_shipped_model(capsys, no_network: None) -> 
     out = capsys.readouterr().out
     assert "held-out accuracy" in out and "1000 test images" in out
     accuracy = float(out.split("held-out accuracy: ")[1].split()[0])
-    # Measured: 0.996 on the 1,000 (README): 4 ± 2 errors (binomial sd) against 50 allowed.
+    # Measured: 0.996 on the 1,000 (demo-models page): 4 ± 2 errors (binomial sd), 50 allowed.
     assert accuracy >= 0.95
     with pytest.raises(SystemExit):
         train.main(["--help"])

@@ -98,7 +98,11 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def served(site: Path) -> Iterator[str]:
-    handler = functools.partial(_Quiet, directory=str(site))
+    yield from _serve(site)
+
+
+def _serve(directory: Path) -> Iterator[str]:
+    handler = functools.partial(_Quiet, directory=str(directory))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -117,6 +121,39 @@ def _pages(site: Path) -> list[str]:
 def test_every_page_loads_offline_and_draws_its_views(
     browser: Any, site: Path, served: str
 ) -> None:
+    pages = _pages(site)
+    assert len(pages) > 30, pages
+    outside, errors, views_seen = _walk(browser, served, pages)
+    assert not outside, f"requests that left the site: {sorted(set(outside))[:10]}"
+    assert not errors, f"console errors: {errors[:10]}"
+    # The tutorials and the view pages hold dozens of views between them.
+    assert views_seen >= 20, views_seen
+
+
+def test_the_walk_catches_a_page_that_reaches_out(browser: Any, tmp_path: Path) -> None:
+    # The check above passes only if it can fail: a page that loads a CDN
+    # script and an image, and fetches from a LAN address, is caught on each.
+    planted = tmp_path / "planted"
+    planted.mkdir()
+    (planted / "index.html").write_text(
+        "<!doctype html><html><body>"
+        '<script src="https://cdn.jsdelivr.net/npm/some-widget-manager.js"></script>'
+        '<img src="https://example.org/logo.png">'
+        "<script>fetch('http://10.0.0.1/track').catch(() => {});</script>"
+        "</body></html>",
+        encoding="utf-8",
+    )
+    for base in _serve(tmp_path):
+        outside, errors, views_seen = _walk(browser, base, ["planted/"])
+        hosts = {urlsplit(url).hostname for url in outside}
+        assert hosts == {"cdn.jsdelivr.net", "example.org", "10.0.0.1"}, outside
+        assert errors, "the blocked script's failure reached no console"
+        assert views_seen == 0
+
+
+def _walk(browser: Any, served: str, pages: list[str]) -> tuple[list[str], list[str], int]:
+    """Open each page with every host but ``served`` blocked: the requests that
+    tried to leave, the console errors, and how many views the pages drew."""
     context = browser.new_context()
     outside: list[str] = []
 
@@ -133,11 +170,11 @@ def test_every_page_loads_offline_and_draws_its_views(
     errors: list[str] = []
     page.on("console", lambda m: m.type == "error" and errors.append(f"{page.url}: {m.text}"))
     page.on("pageerror", lambda e: errors.append(f"{page.url}: {e}"))
-    pages = _pages(site)
-    assert len(pages) > 30, pages
     views_seen = 0
     for path in pages:
         page.goto(served + "/" + path.lstrip("/"), wait_until="load")
+        # A script's own requests may come after load: let the page settle.
+        page.wait_for_load_state("networkidle")
         blocks = page.locator("script[data-attnwidget-state]").count()
         if blocks:
             # Every state block gets its view drawn after it, with content.
@@ -157,7 +194,4 @@ def test_every_page_loads_offline_and_draws_its_views(
             frame = page.frame_locator("iframe.attnw-docs-frame").nth(index)
             frame.locator(".attnw-standalone-view").first.wait_for(timeout=20_000)
     context.close()
-    assert not outside, f"requests that left the site: {sorted(set(outside))[:10]}"
-    assert not errors, f"console errors: {errors[:10]}"
-    # The tutorials and the view pages hold dozens of views between them.
-    assert views_seen >= 20, views_seen
+    return outside, errors, views_seen

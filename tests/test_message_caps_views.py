@@ -190,7 +190,7 @@ def drive(view: Any) -> None:
 
 
 def test_saliency_view_at_4096_tokens(notebook) -> None:
-    n = 4096  # explain's longest input in the README's "Long inputs"
+    n = 4096  # explain's longest input in docs/guide/long-inputs.md
     rng = np.random.default_rng(0)
     methods = ["raw", "rollout", "grad_attention", "input_x_gradient", "lrp"]
     # What explain(..., keep="rows") returns at that length: scores, no (L, H, n, n).

@@ -56,7 +56,7 @@ def test_lesson_2_measures_every_score_function(pages: dict[str, str]) -> None:
     kinds = [kind for kind, _ in rows]
     assert kinds == ["dot", "general", "additive", "location", "scaled_dot", "cosine", "local-p"]
     # The shipped models' promise. Measured here: 98-100 of the 100 (cosine and local-p
-    # 98). The weakest on 1,000 (README) is scaled_dot at 98.5 %: 1.5 ± 1.2 errors of
+    # 98). The weakest on 1,000 (demo-models page) is scaled_dot at 98.5 %: 1.5 ± 1.2 errors of
     # 100 (binomial sd) against the 5 that 95 allows, 2.9 sd away.
     assert all(int(exact) >= 95 for _, exact in rows), rows
     nonzero = re.search(r"nonzero weights per step: \[([\d ]+)\]", page)

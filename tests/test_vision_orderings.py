@@ -1,7 +1,7 @@
 """The orderings of Chefer et al.'s (2021) image evaluations that hold on shapes-vit.
 
 ``bench/vision.py`` measures every method on 500 held-out images (the
-README's table). This test re-measures a few methods on 80 of those images
+table in docs/guide/images.md). This test re-measures a few methods on 80 of those images
 and asserts only what is far from its noise there. On six disjoint 80-image
 subsets of the 500 the smallest gaps were: chefer2021's mIoU 0.07 above the
 others', rollout's mAP 0.036 above raw's, positive AUC 20 points below the
