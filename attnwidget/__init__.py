@@ -56,6 +56,7 @@ __all__ = [
     "AttentionRowSumWarning",
     "AttentionShapeError",
     "AttnWidgetError",
+    "Comparison",
     "ConvergenceWarning",
     "EvaluationResult",
     "EvaluationView",
@@ -82,6 +83,7 @@ __all__ = [
     "available_methods",
     "blank_out",
     "chefer2021",
+    "compare",
     "evaluate",
     "explain",
     "explain_generation",
@@ -123,7 +125,7 @@ def __getattr__(name: str) -> Any:
     # Views import anywidget; the core stays importable (and fast) without it.
     if name in _VIEWS:
         return getattr(importlib.import_module(".views", __name__), name)
-    if name in ("evaluate", "EvaluationResult"):  # pandas and tqdm, on first use
+    if name in ("evaluate", "EvaluationResult", "compare", "Comparison"):  # pandas, on first use
         return getattr(importlib.import_module(".evaluation", __name__), name)
     if name in ("demo", "annotations", "teach", "metrics", "diagnostics"):  # on first use
         return importlib.import_module(f".{name}", __name__)

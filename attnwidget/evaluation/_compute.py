@@ -111,7 +111,6 @@ def _token_types(model: Any, tokenizer: Any, example: Example, plan: Plan, ids: 
 def compute_chunk(model: Any, tokenizer: Any, plan: Plan, task: ChunkTask) -> ChunkResult:
     """Explain the chunk's examples and compute every metric of every method on them."""
     examples = list(task.examples)
-    kind = model_kind(model)
     if plan.target == "label":
         targets: list[Any] = [e.label for e in examples]
     else:
@@ -128,63 +127,82 @@ def compute_chunk(model: Any, tokenizer: Any, plan: Plan, task: ChunkTask) -> Ch
             method_options=plan.method_options,
             truncation=plan.truncation,
         )
-        batcher = RowBatcher(model, kind, forward_batch=plan.forward_batch)
-        special = set(getattr(tokenizer, "all_special_ids", None) or [])
-        results, inputs = [], []
-        for key, (example, exp, human) in enumerate(
-            zip(examples, explanations, task.human, strict=True)
-        ):
-            ids = np.asarray(exp.input_ids, dtype=np.int64)
-            # A model's explanation has its target and probabilities.
-            assert exp.target_id is not None and exp.probabilities is not None
-            batcher.add_example(
-                key,
-                target_id=int(exp.target_id),
-                row=exp.query_index,
-                token_type_ids=_token_types(model, tokenizer, example, plan, ids),
-            )
-            is_word = ~np.isin(ids, list(special))
-            is_word[exp.query_index] = False
-            if human is not None and np.asarray(human).size != ids.size:
-                raise InputError(
-                    f"the rationale of example {example.id!r} has {np.asarray(human).size} "
-                    f"entries for its {ids.size} tokens; pass one per token (special tokens "
-                    "included) or word vectors with rationale_unit='words'."
-                )
-            results.append(
-                ExampleResult(
-                    position=example.position,
-                    id=example.id,
-                    target=exp.target,
-                    target_id=int(exp.target_id),
-                    probability=float(exp.probabilities[exp.target_id]),
-                    tokens=list(exp.tokens),
-                    query_index=int(exp.query_index),
-                    scores={m: np.asarray(exp.scores[m], dtype=np.float32) for m in plan.methods},
-                )
-            )
-            candidates = np.flatnonzero(is_word)
-            inputs.append(
-                {
-                    m: MetricInput(
-                        scores=np.asarray(exp.scores[m], dtype=np.float64),
-                        input_ids=ids,
-                        candidates=candidates,
-                        replacement_id=plan.replacement_id,
-                        score=batcher.scorer(key),
-                        human=None if human is None else np.asarray(human, dtype=bool),
-                        k=plan.k,
-                    )
-                    for m in plan.methods
-                }
-                if candidates.size
-                else None
-            )
-        _metric_values(plan, inputs)  # collect the perturbed copies
-        batcher.run()
-        for result, values in zip(results, _metric_values(plan, inputs), strict=True):
-            result.values = values
+        types = [
+            _token_types(model, tokenizer, e, plan, np.asarray(x.input_ids))
+            for e, x in zip(examples, explanations, strict=True)
+        ]
+        results = score_explanations(
+            model, tokenizer, plan, examples, explanations, list(task.human), types
+        )
     return ChunkResult(index=task.index, examples=results)
+
+
+def score_explanations(
+    model: Any,
+    tokenizer: Any,
+    plan: Plan,
+    examples: list[Example],
+    explanations: list[Any],
+    human: list[np.ndarray | None],
+    token_types: list[list[int] | None],
+) -> list[ExampleResult]:
+    """Every metric of every method on explanations already made (one model run for
+    all the perturbed copies they need; :mod:`._batcher`)."""
+    kind = model_kind(model)
+    batcher = RowBatcher(model, kind, forward_batch=plan.forward_batch)
+    special = set(getattr(tokenizer, "all_special_ids", None) or [])
+    results, inputs = [], []
+    for key, (example, exp, rationale, types) in enumerate(
+        zip(examples, explanations, human, token_types, strict=True)
+    ):
+        ids = np.asarray(exp.input_ids, dtype=np.int64)
+        # A model's explanation has its target and probabilities.
+        assert exp.target_id is not None and exp.probabilities is not None
+        batcher.add_example(
+            key, target_id=int(exp.target_id), row=exp.query_index, token_type_ids=types
+        )
+        is_word = ~np.isin(ids, list(special))
+        is_word[exp.query_index] = False
+        if rationale is not None and np.asarray(rationale).size != ids.size:
+            raise InputError(
+                f"the rationale of example {example.id!r} has {np.asarray(rationale).size} "
+                f"entries for its {ids.size} tokens; pass one per token (special tokens "
+                "included) or word vectors with rationale_unit='words'."
+            )
+        results.append(
+            ExampleResult(
+                position=example.position,
+                id=example.id,
+                target=exp.target,
+                target_id=int(exp.target_id),
+                probability=float(exp.probabilities[exp.target_id]),
+                tokens=list(exp.tokens),
+                query_index=int(exp.query_index),
+                scores={m: np.asarray(exp.scores[m], dtype=np.float32) for m in plan.methods},
+            )
+        )
+        candidates = np.flatnonzero(is_word)
+        inputs.append(
+            {
+                m: MetricInput(
+                    scores=np.asarray(exp.scores[m], dtype=np.float64),
+                    input_ids=ids,
+                    candidates=candidates,
+                    replacement_id=plan.replacement_id,
+                    score=batcher.scorer(key),
+                    human=None if rationale is None else np.asarray(rationale, dtype=bool),
+                    k=plan.k,
+                )
+                for m in plan.methods
+            }
+            if candidates.size
+            else None
+        )
+    _metric_values(plan, inputs)  # collect the perturbed copies
+    batcher.run()
+    for result, values in zip(results, _metric_values(plan, inputs), strict=True):
+        result.values = values
+    return results
 
 
 def _metric_values(

@@ -24,6 +24,12 @@ from attnwidget.metrics.faithfulness import (
     sufficiency,
     top_k_mask,
 )
+from attnwidget.metrics.method_agreement import (
+    normalised_ranks,
+    rank_spread,
+    top_k_overlap,
+    top_k_size,
+)
 from attnwidget.metrics.perturbation import (
     FRACTIONS,
     PerturbationCurve,
@@ -70,9 +76,11 @@ __all__ = [
     "krippendorff_alpha",
     "mask_spans",
     "mean_auprc",
+    "normalised_ranks",
     "pairwise_token_f1",
     "perturbation_curve_tokens",
     "rank_agreement",
+    "rank_spread",
     "removal_order",
     "segmentation_scores",
     "span_iou",
@@ -80,4 +88,6 @@ __all__ = [
     "threshold_at_mean",
     "token_prf",
     "top_k_mask",
+    "top_k_overlap",
+    "top_k_size",
 ]
