@@ -41,7 +41,7 @@ VIEW_LAYERS: tuple[tuple[str, ...], ...] = (
     ("core",),
     ("saliency", "matrix"),
     ("attention",),
-    ("flow", "image", "annotate", "evaluate", "generation", "teach"),
+    ("flow", "image", "annotate", "evaluate", "compare", "generation", "teach"),
     ("explorer",),
 )
 

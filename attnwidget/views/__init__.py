@@ -12,6 +12,7 @@ from attnwidget.views.attention.compat import head_view, model_view
 from attnwidget.views.attention.head_view import HeadView
 from attnwidget.views.attention.model_view import ModelView
 from attnwidget.views.attention.neuron_view import NeuronView
+from attnwidget.views.compare.compare_view import CompareView
 from attnwidget.views.core.base import BUNDLE, BundleMissingError
 from attnwidget.views.evaluate.evaluation_view import EvaluationView
 from attnwidget.views.explorer.explorer import Explorer
@@ -29,6 +30,7 @@ __all__ = [
     "AttentionCalculator",
     "AttentionMatrixView",
     "BundleMissingError",
+    "CompareView",
     "EvaluationView",
     "Explorer",
     "FlowView",

@@ -1,0 +1,1 @@
+"""CompareView: every method on one input (a :class:`~attnwidget.Comparison`)."""
