@@ -70,6 +70,9 @@ class ExampleResult:
     scores: dict[str, np.ndarray] = field(default_factory=dict)
     #: method -> metric -> value (NaN: undefined for this example).
     values: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: The positions the metrics remove or compare (the words: no special
+    #: token, not the query); None when read from an older results file.
+    compared: list[int] | None = None
 
 
 @dataclass
@@ -179,6 +182,7 @@ def score_explanations(
                 tokens=list(exp.tokens),
                 query_index=int(exp.query_index),
                 scores={m: np.asarray(exp.scores[m], dtype=np.float32) for m in plan.methods},
+                compared=np.flatnonzero(is_word).tolist(),
             )
         )
         candidates = np.flatnonzero(is_word)

@@ -26,15 +26,12 @@ from attnwidget.evaluation.metrics_registry import (
     PLAUSIBILITY,
     resolve_metrics,
 )
-from attnwidget.metrics import rank_agreement, rank_spread, top_k_overlap
+from attnwidget.metrics import pair_agreement, rank_spread
 from attnwidget.pipeline.explain import DEFAULT_METHODS, explain
 from attnwidget.results.explanation import Explanation
 
 if TYPE_CHECKING:
     import pandas as pd
-
-#: The top-k overlaps of :attr:`Comparison.agreement`, by metric name.
-TOP_K: dict[str, int | str] = {"top1": 1, "top3": 3, "top5": 5, "top20%": "20%"}
 
 
 def compare(
@@ -254,10 +251,6 @@ def _agreement(names: list[str], table: np.ndarray) -> dict[str, pd.DataFrame]:
     out: dict[str, np.ndarray] = {name: np.eye(m) for name in AGREEMENT_METRICS}
     for i in range(m):
         for j in range(i + 1, m):
-            ranks = rank_agreement(table[i], table[j])
-            values = {"spearman": ranks.spearman, "kendall": ranks.kendall}
-            for name, k in TOP_K.items():
-                values[name] = top_k_overlap(table[i], table[j], k)
-            for name, value in values.items():
+            for name, value in pair_agreement(table[i], table[j]).items():
                 out[name][i, j] = out[name][j, i] = value
     return {name: pd.DataFrame(out[name], index=names, columns=names) for name in AGREEMENT_METRICS}

@@ -12,7 +12,7 @@ from attnwidget.errors import InputError
 from attnwidget.evaluation._compute import ChunkResult, ExampleResult
 from attnwidget.evaluation.dataset import Example
 from attnwidget.evaluation.metrics_registry import Metric
-from attnwidget.metrics import bootstrap_ci
+from attnwidget.metrics import AGREEMENT_METRICS, bootstrap_ci, pair_agreement
 from attnwidget.results.explanation import Explanation
 
 if TYPE_CHECKING:
@@ -33,6 +33,8 @@ class EvaluationResult:
             explained class or token), ``probability`` (its probability on the
             whole input), then one float64 column per metric (NaN where a
             metric is undefined, e.g. AUPRC without human tokens).
+        agreement: the methods' rank agreement over the examples (see the
+            property).
         summary: a DataFrame indexed by (method, metric): ``mean`` of the
             finite values, its percentile bootstrap interval ``low`` … ``high``
             (:func:`attnwidget.metrics.bootstrap_ci`, Efron & Tibshirani 1993;
@@ -94,6 +96,12 @@ class EvaluationResult:
             frame[name] = frame[name].astype("float64")
         self.per_example = frame
         self.summary = self._summarize(confidence, n_resamples, seed, progress)
+        self._bootstrap: dict[str, Any] = {
+            "confidence": confidence,
+            "n_resamples": n_resamples,
+            "seed": seed,
+        }
+        self._agreement: Any = None
 
     def _summarize(self, confidence: float, n_resamples: int, seed: int, progress: bool) -> Any:
         import pandas as pd
@@ -112,6 +120,46 @@ class EvaluationResult:
         index = pd.MultiIndex.from_tuples(cells, names=["method", "metric"])
         summary = pd.DataFrame.from_records(rows, columns=list(SUMMARY_COLUMNS), index=index)
         return summary.astype({"count": "int64", "dropped": "int64"})
+
+    @property
+    def agreement(self) -> pd.DataFrame:
+        """How the methods agree over the examples, with bootstrap intervals.
+
+        A DataFrame indexed by (``metric``, ``method``, ``other``), one row
+        per agreement figure (:data:`attnwidget.metrics.AGREEMENT_METRICS`:
+        Spearman ρ, Kendall τ-b, top-k overlaps) and pair of methods (in
+        method order, each pair once), with the summary's columns: the
+        ``mean`` over examples of the pair's figure on that example's words
+        (the tokens the metrics compare, as :func:`attnwidget.compare`
+        does), its percentile bootstrap interval ``low`` … ``high``,
+        ``count`` and ``dropped`` (NaN: a constant method, or an example
+        stored by an older attnwidget without its compared tokens). Computed
+        on first use.
+        """
+        if self._agreement is None:
+            self._agreement = self._summarize_agreement()
+        return self._agreement
+
+    def _summarize_agreement(self) -> pd.DataFrame:
+        import pandas as pd
+
+        pairs = [(a, b) for i, a in enumerate(self.methods) for b in self.methods[i + 1 :]]
+        values: dict[tuple[str, str, str], list[float]] = {
+            (metric, a, b): [] for metric in AGREEMENT_METRICS for a, b in pairs
+        }
+        for result in self._results.values():
+            words = result.compared
+            for a, b in pairs:
+                if words is None or len(words) < 2:
+                    figures = dict.fromkeys(AGREEMENT_METRICS, float("nan"))
+                else:
+                    figures = pair_agreement(result.scores[a][words], result.scores[b][words])
+                for metric, value in figures.items():
+                    values[(metric, a, b)].append(value)
+        rows = [tuple(bootstrap_ci(v, **self._bootstrap)) for v in values.values()]
+        index = pd.MultiIndex.from_tuples(list(values), names=["metric", "method", "other"])
+        table = pd.DataFrame.from_records(rows, columns=list(SUMMARY_COLUMNS), index=index)
+        return table.astype({"count": "int64", "dropped": "int64"})
 
     # -- reading ---------------------------------------------------------------
 

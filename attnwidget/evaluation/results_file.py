@@ -20,8 +20,10 @@ Tables (``PRAGMA user_version`` = :data:`SCHEMA_VERSION`):
 * ``examples``: one row per finished example: ``position`` in the data,
   ``example_id``, ``digest`` (of its id, text, pair, label and rationale:
   data that changed under a stored position is refused), ``chunk``,
-  ``target`` (JSON), ``target_id``, ``probability``, ``tokens`` (JSON) and
-  ``query_index``.
+  ``target`` (JSON), ``target_id``, ``probability``, ``tokens`` (JSON),
+  ``query_index`` and ``compared`` (JSON: the positions the metrics remove
+  or compare; NULL in rows written under schema 1, which a file of that
+  version gains as a column when it is opened, its rows kept).
 * ``method_results``: per (position, method): the float32 token ``scores``
   (little-endian bytes) and the metric values (JSON, which round-trips every
   float64 exactly, NaN included).
@@ -45,7 +47,7 @@ from attnwidget.errors import InputError
 from attnwidget.evaluation._compute import ChunkResult, ExampleResult
 
 APPLICATION = "attnwidget.evaluation"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -59,7 +61,8 @@ CREATE TABLE examples (
     target_id INTEGER NOT NULL,
     probability REAL NOT NULL,
     tokens TEXT NOT NULL,
-    query_index INTEGER NOT NULL
+    query_index INTEGER NOT NULL,
+    compared TEXT
 );
 CREATE TABLE method_results (
     position INTEGER NOT NULL REFERENCES examples(position),
@@ -135,6 +138,10 @@ class ResultsFile:
                 "new path to store=."
             )
         version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version == 1:  # schema 2 adds a nullable column; the stored rows stay
+            conn.execute("ALTER TABLE examples ADD COLUMN compared TEXT")
+            conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+            version = SCHEMA_VERSION
         if version != SCHEMA_VERSION:
             raise InputError(
                 f"{self.path} has results schema {version}; this attnwidget reads "
@@ -174,12 +181,12 @@ class ResultsFile:
     def load(self, chunk: int) -> ChunkResult:
         """The stored results of one chunk."""
         rows = self._conn.execute(
-            "SELECT position, example_id, target, target_id, probability, tokens, query_index"
-            " FROM examples WHERE chunk = ? ORDER BY position",
+            "SELECT position, example_id, target, target_id, probability, tokens, query_index,"
+            " compared FROM examples WHERE chunk = ? ORDER BY position",
             (chunk,),
         ).fetchall()
         examples = []
-        for position, ident, target, target_id, probability, tokens, query in rows:
+        for position, ident, target, target_id, probability, tokens, query, compared in rows:
             result = ExampleResult(
                 position=position,
                 id=ident,
@@ -188,6 +195,7 @@ class ResultsFile:
                 probability=probability,
                 tokens=json.loads(tokens),
                 query_index=query,
+                compared=None if compared is None else json.loads(compared),
             )
             for method, scores, metrics in self._conn.execute(
                 "SELECT method, scores, metrics FROM method_results WHERE position = ?"
@@ -210,7 +218,7 @@ class ResultsFile:
             )
             for ex in result.examples:
                 conn.execute(
-                    "INSERT INTO examples VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO examples VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         ex.position,
                         ex.id,
@@ -221,6 +229,7 @@ class ResultsFile:
                         ex.probability,
                         json.dumps(ex.tokens, ensure_ascii=False),
                         ex.query_index,
+                        None if ex.compared is None else json.dumps(ex.compared),
                     ),
                 )
                 conn.executemany(

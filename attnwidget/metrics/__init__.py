@@ -25,7 +25,9 @@ from attnwidget.metrics.faithfulness import (
     top_k_mask,
 )
 from attnwidget.metrics.method_agreement import (
+    AGREEMENT_METRICS,
     normalised_ranks,
+    pair_agreement,
     rank_spread,
     top_k_overlap,
     top_k_size,
@@ -55,6 +57,7 @@ from attnwidget.metrics.segmentation import (
 )
 
 __all__ = [
+    "AGREEMENT_METRICS",
     "AOPC_BINS",
     "FRACTIONS",
     "PRF",
@@ -77,6 +80,7 @@ __all__ = [
     "mask_spans",
     "mean_auprc",
     "normalised_ranks",
+    "pair_agreement",
     "pairwise_token_f1",
     "perturbation_curve_tokens",
     "rank_agreement",

@@ -26,7 +26,13 @@ import numpy as np
 
 from attnwidget.errors import InputError
 from attnwidget.metrics import _checks
+from attnwidget.metrics.agreement import rank_agreement
 from attnwidget.metrics.faithfulness import rationale_size
+
+#: The top-k overlaps :func:`pair_agreement` reports, by name.
+TOP_K: dict[str, int | str] = {"top1": 1, "top3": 3, "top5": 5, "top20%": "20%"}
+#: Every figure of :func:`pair_agreement`, in display order.
+AGREEMENT_METRICS: tuple[str, ...] = ("spearman", "kendall", *TOP_K)
 
 
 def top_k_size(k: int | str, count: int) -> int:
@@ -60,6 +66,20 @@ def top_k_overlap(scores_a: Any, scores_b: Any, k: int | str) -> float:
     _checks.same_length(a, b, ("scores_a", "scores_b"))
     size = top_k_size(k, a.size)
     return len(_top(a, size) & _top(b, size)) / size
+
+
+def pair_agreement(scores_a: Any, scores_b: Any) -> dict[str, float]:
+    """Every agreement figure of two methods' scores on the same tokens.
+
+    ``spearman`` and ``kendall`` (τ-b; NaN when either side is constant,
+    :func:`attnwidget.metrics.rank_agreement`) and the top-k overlaps of
+    :data:`TOP_K`.
+    """
+    ranks = rank_agreement(scores_a, scores_b)
+    out = {"spearman": ranks.spearman, "kendall": ranks.kendall}
+    for name, k in TOP_K.items():
+        out[name] = top_k_overlap(scores_a, scores_b, k)
+    return out
 
 
 def normalised_ranks(scores: Any) -> np.ndarray:
