@@ -2,7 +2,7 @@
  * attnwidget's front end: ONE ES module for every view. The Python widget
  * sets the `_view` trait; `render` dispatches on it. One folder per view
  * family (attention/, matrix/, flow/, saliency/, image/, generation/,
- * annotate/, evaluate/, teach/), as in attnwidget/views/, and core/ for what
+ * annotate/, evaluate/, compare/, teach/), as in attnwidget/views/, and core/ for what
  * they all share.
  */
 import type { AnyModel, RenderProps } from "@anywidget/types";
@@ -18,6 +18,8 @@ import { renderImageView } from "./image/image_view";
 import type { ImageTraits } from "./image/image_types";
 import { renderEvaluationView } from "./evaluate/evaluation_view";
 import type { EvaluationTraits } from "./evaluate/evaluation_types";
+import { renderCompareView } from "./compare/compare_view";
+import type { CompareTraits } from "./compare/compare_types";
 import { renderAnnotator } from "./annotate/annotator_view";
 import type { AnnotatorTraits } from "./annotate/annotator_types";
 import { renderCalculator } from "./teach/calculator_view";
@@ -46,6 +48,7 @@ const VIEWS: Record<string, ViewRenderer> = {
   flow: (props) => renderFlowView(props as { model: AnyModel<FlowTraits>; el: HTMLElement }),
   image: (props) => renderImageView(props as { model: AnyModel<ImageTraits>; el: HTMLElement }),
   evaluation: (props) => renderEvaluationView(props as { model: AnyModel<EvaluationTraits>; el: HTMLElement }),
+  compare: (props) => renderCompareView(props as { model: AnyModel<CompareTraits>; el: HTMLElement }),
   annotator: (props) => renderAnnotator(props as { model: AnyModel<AnnotatorTraits>; el: HTMLElement }),
   calculator: (props) => renderCalculator(props as { model: AnyModel<CalculatorTraits>; el: HTMLElement }),
   neuron: (props) => renderNeuronView(props as { model: AnyModel<NeuronTraits>; el: HTMLElement }),

@@ -4,7 +4,7 @@ One convention holds in every view:
 
 - **A selection by position is an int, and -1 means nothing is selected.**
   ``selected_token`` (SaliencyView, HeadView, ModelView, FlowView,
-  AttentionMatrixView), ``selected_patch`` (ImageView: the patch index,
+  AttentionMatrixView, CompareView), ``selected_patch`` (ImageView: the patch index,
   ``row * cols + col``), ``selected_step`` (GenerationView),
   ``selected_output`` / ``selected_input`` (AlignmentView). Python never sees
   ``None``, ``[]`` or ``"mean"`` for "nothing": -1 only (a negative index
@@ -50,6 +50,7 @@ SELECTION_TRAITS: dict[str, tuple[str, ...]] = {
     "image": ("head", "selected_patch"),
     "alignment": ("selected_output", "selected_input"),
     "generation": ("selected_step",),
+    "compare": ("selected_token",),
 }
 
 

@@ -40,17 +40,22 @@ export interface ScoreRange {
  * The colour scale of one row of scores. `focus` is the position the scores
  * are relative to (the query, a selected node), -1 for none. When nothing is
  * left to set the range (every token special, or all words 0), the scale
- * falls back to every token, so a row never goes blank.
+ * falls back to every token, so a row never goes blank. `words` (optional,
+ * mode "words" only): which positions are words, when the caller knows
+ * better than the token text (CompareView's compared tokens, from the
+ * tokenizer); else special-looking tokens and `focus` are left out.
  */
 export function scoreRange(
   values: ArrayLike<number>,
   tokens: readonly string[],
-  options: { signed: boolean; mode: ScaleMode; focus: number },
+  options: { signed: boolean; mode: ScaleMode; focus: number; words?: readonly boolean[] },
 ): ScoreRange {
   const excluded: number[] = [];
   if (options.mode === "words") {
+    const words = options.words;
     for (let j = 0; j < values.length; j++) {
-      if (j === options.focus || isSpecialToken(tokens[j] ?? "")) excluded.push(j);
+      const left = words ? !words[j] : j === options.focus || isSpecialToken(tokens[j] ?? "");
+      if (left) excluded.push(j);
     }
   }
   const left = new Set(excluded);

@@ -11,6 +11,7 @@ import type { AlignmentTraits } from "../annotate/alignment_types";
 import type { AnnotatorTraits } from "../annotate/annotator_types";
 import type { AttentionTraits, HeadTraits, ModelTraits } from "../attention/attention_types";
 import type { CalculatorTraits } from "../teach/calculator_types";
+import type { CompareTraits } from "../compare/compare_types";
 import type { EvaluationTraits } from "../evaluate/evaluation_types";
 import type { ComputeRequest, ErrorReply, LayerReply, LayerRequest, PathsReply, ProgressReply, StaleReply } from "../flow/flow_messages";
 import type { FlowTraits } from "../flow/flow_types";
@@ -64,6 +65,14 @@ const evaluation: Names<EvaluationTraits> = {
   selected: true, selected_example: true,
 };
 
+const compare: Names<CompareTraits> = {
+  _view: true, tokens: true, raw_tokens: true, methods: true, summaries: true, signed: true, scores: true, shape: true,
+  query_index: true, compared: true, disagreement: true, agreement_metrics: true, agreement_signed: true,
+  agreement: true, agreement_shape: true, figure_kinds: true, figure_metrics: true, figure_summaries: true,
+  figure_higher_is_better: true, figures: true, figure_shape: true, rationale: true, caption: true, notes: true,
+  selected_token: true, selected_pair: true, agreement_metric: true,
+};
+
 const calculator: Names<CalculatorTraits> = {
   _view: true, caption: true, query_tokens: true, key_tokens: true, q: true, k: true, v: true, score_kind: true,
   W: true, W1: true, W2: true, v_a: true, beta: true, mask_kind: true, window: true, lengths: true, W_p: true,
@@ -90,7 +99,7 @@ const generation: Names<GenerationTraits> = {
 
 /** Trait names per `_view` value, sorted. */
 export const TRAIT_NAMES: Record<string, string[]> = Object.fromEntries(
-  Object.entries({ saliency, head, model, flow, image, evaluation, annotator, calculator, neuron, alignment, generation }).map(([view, names]) => [view, Object.keys(names).sort()]),
+  Object.entries({ saliency, head, model, flow, image, evaluation, compare, annotator, calculator, neuron, alignment, generation }).map(([view, names]) => [view, Object.keys(names).sort()]),
 );
 
 const compute: Names<ComputeRequest> = { type: true, id: true, version: true, method: true, layer: true, token: true };
@@ -123,4 +132,5 @@ export const SELECTION_TRAITS: Record<string, readonly string[]> = {
   image: ["head", "selected_patch"] satisfies (keyof ImageTraits)[],
   alignment: ["selected_output", "selected_input"] satisfies (keyof AlignmentTraits)[],
   generation: ["selected_step"] satisfies (keyof GenerationTraits)[],
+  compare: ["selected_token"] satisfies (keyof CompareTraits)[],
 };

@@ -16,6 +16,7 @@ import neuron from "../../src/attention/neuron.css";
 import base from "../../src/core/base.css";
 import toolbar from "../../src/core/toolbar.css";
 import evaluation from "../../src/evaluate/evaluation.css";
+import compare from "../../src/compare/compare.css";
 import flow from "../../src/flow/flow.css";
 import generation from "../../src/generation/generation.css";
 import image from "../../src/image/image.css";
@@ -37,6 +38,7 @@ const SHEETS: [string, string, string[]][] = [
   ["annotate/alignment.css", alignment, [".attnw-alignmentview"]],
   ["annotate/annotator.css", annotator, [".attnw-annotator"]],
   ["evaluate/evaluation.css", evaluation, [".attnw-evaluation"]],
+  ["compare/compare.css", compare, [".attnw-compare"]],
   ["teach/calculator.css", calculator, [".attnw-calculator"]],
 ];
 

@@ -50,6 +50,16 @@ describe("scoreRange", () => {
     assert.equal(rangeText(range.scale), "\u22120.3 … 0 … 0.3");
   });
 
+  test("words given by the caller replace the token-text rule", () => {
+    // CompareView: the compared tokens (from the tokenizer) set the range.
+    const words = [true, false, true, true, false];
+    const range = scoreRange(row, tokens, { signed: false, mode: "words", focus: -1, words });
+    assert.deepEqual(range.excluded, [1, 4]);
+    assert.equal(range.scale.max, 1);
+    const all = scoreRange(row, tokens, { signed: false, mode: "all", focus: -1, words });
+    assert.deepEqual(all.excluded, []);
+  });
+
   test("falls back to all tokens when no word has a score", () => {
     const range = scoreRange([0.9, 0, 0, 0, 0.1], tokens, { signed: false, mode: "words", focus: 0 });
     assert.equal(range.covers, "all");
