@@ -67,7 +67,7 @@ def text_metrics(
     )
     example = Example(position=0, id="0", text=text or "", text_pair=text_pair)
     if faith_names:
-        types = _token_types(model, exp)
+        types = _token_types(model, tokenizer, exp, text, text_pair, truncation)
         (result,) = score_explanations(model, tokenizer, plan, [example], [exp], [human], [types])
         values = result.values
     else:
@@ -83,9 +83,37 @@ def text_metrics(
     return faith, plaus, human, settings
 
 
-def _token_types(model: Any, exp: Explanation) -> list[int] | None:
-    """The token type ids of a sentence pair (0 before ``sentence_b_start``, 1 from it)."""
+def _token_types(
+    model: Any,
+    tokenizer: Any,
+    exp: Explanation,
+    text: Any,
+    text_pair: str | None,
+    truncation: bool,
+) -> list[int] | None:
+    """The token type ids the explanation's model run had: the tokenizer's own.
+
+    :func:`attnwidget.explain` passes the model the token types the tokenizer
+    gives, and none when it gives none (GPT-2's embeddings would add the
+    word embedding of id 0 for a type 0 it never had; a BERT whose tokenizer
+    gives none ran with type 0 on both segments), and ``evaluate``
+    re-tokenises likewise, so the re-runs do the same. Without the text
+    (``compare(exp, model=...)``) the types follow ``sentence_b_start`` when
+    the tokenizer's ``model_input_names`` promise them.
+    """
     if not forward_accepts(model, "token_type_ids"):
+        return None
+    if isinstance(text, str):
+        limit = max_length(model, tokenizer) if truncation else None
+        cut = {"truncation": True, "max_length": limit} if limit else {}
+        encoding = tokenizer(text, text_pair, add_special_tokens=True, **cut)
+        if [int(i) for i in encoding["input_ids"]] != np.asarray(exp.input_ids).tolist():
+            raise InputError(
+                "the text's tokens differ from the explanation's; pass the text it explained."
+            )
+        types = encoding.get("token_type_ids")
+        return None if types is None else [int(t) for t in types]
+    if "token_type_ids" not in getattr(tokenizer, "model_input_names", ()):
         return None
     n = len(exp.tokens)
     start = n if exp.sentence_b_start is None else int(exp.sentence_b_start)
