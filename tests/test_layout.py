@@ -27,7 +27,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("_arrays", "_images"),
     ("capture",),
     ("relevance",),
-    ("methods", "metrics", "annotations", "teach"),
+    ("methods", "metrics", "teach"),
+    # annotations scores its annotators' agreement with metrics' pure functions.
+    ("annotations",),
     ("results",),
     ("pipeline",),
     ("evaluation",),

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from attnwidget.annotations._rows import Annotation, rationale_vector
 from attnwidget.annotations._schema import APPLICATION, SCHEMA_VERSION
+from attnwidget.annotations.annotator_agreement import Agreement, agreement
 from attnwidget.annotations.eraser import export_eraser, import_eraser
 from attnwidget.annotations.store import Store
 from attnwidget.annotations.validate import Item
@@ -24,10 +25,12 @@ from attnwidget.errors import InputError
 __all__ = [
     "APPLICATION",
     "SCHEMA_VERSION",
+    "Agreement",
     "Annotation",
     "InputError",
     "Item",
     "Store",
+    "agreement",
     "export_eraser",
     "import_eraser",
     "rationale_vector",
