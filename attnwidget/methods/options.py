@@ -138,6 +138,12 @@ def resolve_options(spec: MethodSpec, given: Any) -> dict[str, Any]:
         )
     declared = {option.name: option for option in spec.options}
     unknown = [key for key in given if key not in declared]
+    if "ignore_keys" in unknown:  # one setting for every method and view, not per method
+        raise InputError(
+            f"method_options[{spec.name!r}]['ignore_keys']: ignore_keys is an argument of "
+            "explain() (and explain_generation, the Explorer), the same for every attention "
+            "method and view; pass explain(..., ignore_keys=...) instead."
+        )
     if unknown:
         valid = ", ".join(declared) if declared else "none (it takes no options)"
         raise InputError(
