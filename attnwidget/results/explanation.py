@@ -10,6 +10,7 @@ import numpy as np
 
 from attnwidget._arrays import as_token_list
 from attnwidget.errors import AttentionShapeError, InputError
+from attnwidget.methods import sinks
 from attnwidget.methods.graph import as_attention_array
 
 
@@ -109,6 +110,10 @@ class Explanation:
             (keep="fused"; None otherwise, see :meth:`fused_attention`).
         attention_rows: float32 (L, H, n), each layer's and head's query row
             (keep="fused" or "rows"; None for "all").
+        ignored_keys: the key positions left out of every attention row
+            (``explain(..., ignore_keys=...)``, :mod:`attnwidget.methods.sinks`),
+            sorted, 0 … n−1; [] for none. ``attentions`` stays the model's own;
+            the methods read, and the views draw, :attr:`renormalised_attentions`.
     """
 
     tokens: list[str]
@@ -142,6 +147,7 @@ class Explanation:
     pair_attentions: np.ndarray | None = None
     pair_details: dict[str, dict[str, Any]] = field(default_factory=dict)
     pooling: str | None = None
+    ignored_keys: list[int] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         # A string would read as one token per character; refused with the fix.
@@ -163,6 +169,16 @@ class Explanation:
             raise IndexError(f"query_index={self.query_index} out of range for {rows} tokens.")
         if self.kind == "image":
             self._check_image()
+        self.ignored_keys = sinks.stored_keys(self.ignored_keys, n, self.attentions is not None)
+
+    @property
+    def renormalised_attentions(self) -> np.ndarray | None:
+        """(L, H, n, n): ``attentions`` with :attr:`ignored_keys` left out of every row,
+        each row renormalised over the other keys
+        (:func:`~attnwidget.methods.sinks.renormalise_keys`), what the attention
+        methods read and the views draw; ``attentions`` itself when no key is left out."""
+        maps = self.attentions
+        return maps if maps is None else sinks.renormalised(maps, self.ignored_keys)
 
     def _check_kept(self, n: int) -> None:
         """keep="fused"/"rows": the query rows (L, H, n) and, for "fused", (L, n, n) maps."""
@@ -179,10 +195,12 @@ class Explanation:
             )
 
     def fused_attention(self, layer: int) -> np.ndarray:
-        """float32 (n, n): layer ``layer``'s attention, mean over heads (keep "all" or "fused")."""
+        """float32 (n, n): layer ``layer``'s attention, mean over heads (keep "all" or
+        "fused"; with :attr:`ignored_keys`, of :attr:`renormalised_attentions`)."""
         if self.fused_attentions is not None:
             return self.fused_attentions[layer]
-        return self.require_attentions("fused_attention")[layer].mean(axis=0)
+        maps = sinks.renormalised(self.require_attentions("fused_attention"), self.ignored_keys)
+        return maps[layer].mean(axis=0)
 
     def require_attentions(self, what: str) -> np.ndarray:
         """The (L, H, n, n) attention, or an InputError saying that ``what`` needs keep='all'."""
@@ -245,6 +263,7 @@ class Explanation:
         methods: Sequence[str] | None = ("raw", "rollout"),
         sentence_b_start: int | None = None,
         method_options: dict[str, dict[str, Any]] | None = None,
+        ignore_keys: Sequence[int] | str | None = None,
     ) -> Explanation:
         """Build an explanation from attention computed elsewhere.
 
@@ -257,6 +276,9 @@ class Explanation:
                 that needs nothing but attention, e.g. "raw", "rollout", "flow").
             method_options: per-method options, checked as in
                 :func:`attnwidget.explain` (before anything is computed).
+            ignore_keys: key positions left out of every row, rows renormalised,
+                as in :func:`attnwidget.explain`: a list (negative counts from
+                the end) or "first"; "special" needs a tokenizer and is refused.
         """
         # local: the methods package imports this module's dependencies
         from attnwidget.methods import compute_scores, get_method
@@ -274,17 +296,21 @@ class Explanation:
                 "given; pass exactly the tokens the attention was computed on."
             )
         _refuse_negative_weights(array)
+        ignored = sinks.resolve_ignore_keys(ignore_keys, len(tokens), special=None)
         explanation = cls(
             tokens=tokens,
             attentions=array.astype(np.float32),
             query_index=_query_row(query_index, len(tokens)),
             sentence_b_start=sentence_b_start,
+            ignored_keys=ignored,
         )
         if names:
             from attnwidget.methods.registry import ScoreContext
 
             context = ScoreContext(
-                attentions=array, query_index=explanation.query_index, options=options
+                attentions=sinks.renormalise_keys(array, ignored),
+                query_index=explanation.query_index,
+                options=options,
             )
             explanation.scores, explanation.details = compute_scores(names, context)
             explanation.method_options = options
@@ -377,7 +403,8 @@ class Explanation:
 
     def __repr__(self) -> str:
         methods = ", ".join(self.scores) or "none"
+        ignored = f", ignored_keys={self.ignored_keys}" if self.ignored_keys else ""
         return (
             f"Explanation(kind={self.kind!r}, n={len(self.tokens)}, layers={self.num_layers}, "
-            f"heads={self.num_heads}, target={self.target!r}, methods=[{methods}])"
+            f"heads={self.num_heads}, target={self.target!r}, methods=[{methods}]{ignored})"
         )
