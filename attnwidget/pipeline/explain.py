@@ -22,9 +22,10 @@ from attnwidget.capture.run import default_query
 from attnwidget.capture.targets import Target, resolve_query_index
 from attnwidget.capture.tokens import max_length
 from attnwidget.errors import InputError
-from attnwidget.methods import ScoreContext, compute_scores, get_method
+from attnwidget.methods import ScoreContext, compute_scores, get_method, sinks
 from attnwidget.methods.keep import keep_plan
 from attnwidget.methods.registry import resolve_method_options
+from attnwidget.methods.sinks import IgnoreKeys
 from attnwidget.pipeline.image import explain_images
 from attnwidget.pipeline.inputs import (
     as_text_list,
@@ -33,6 +34,7 @@ from attnwidget.pipeline.inputs import (
     check_model,
     check_pooled_row,
     check_tokenizer,
+    plan_ignored,
     text_item,
 )
 from attnwidget.pipeline.similarity import explain_embeddings
@@ -74,6 +76,7 @@ def explain(
     readable_tokens: bool = ...,
     method_options: dict[str, dict[str, Any]] | None = ...,
     keep: Keep | None = ...,
+    ignore_keys: IgnoreKeys = ...,
 ) -> Explanation: ...
 @overload
 def explain(
@@ -91,6 +94,7 @@ def explain(
     readable_tokens: bool = ...,
     method_options: dict[str, dict[str, Any]] | None = ...,
     keep: Keep | None = ...,
+    ignore_keys: IgnoreKeys = ...,
 ) -> list[Explanation]: ...
 @overload
 def explain(  # a (B, 3, H, W) batch gives a list, a single image one Explanation
@@ -108,6 +112,7 @@ def explain(  # a (B, 3, H, W) batch gives a list, a single image one Explanatio
     readable_tokens: bool = ...,
     method_options: dict[str, dict[str, Any]] | None = ...,
     keep: Keep | None = ...,
+    ignore_keys: IgnoreKeys = ...,
 ) -> Explanation | list[Explanation]: ...
 
 
@@ -127,6 +132,7 @@ def explain(
     readable_tokens: bool = True,
     method_options: dict[str, dict[str, Any]] | None = None,
     keep: str | None = None,
+    ignore_keys: IgnoreKeys = None,
 ) -> Explanation | list[Explanation]:
     """Run ``model`` once on ``text`` and explain its prediction.
 
@@ -199,6 +205,11 @@ def explain(
             that needs more than an explicit ``keep`` gives an InputError
             naming it. Llama-style causal LMs run with sdpa under "fused" and
             "rows" (attention recomputed in blocks: :mod:`attnwidget.capture.recompute`).
+        ignore_keys: attention sinks: keys left out of every attention row, rows
+            renormalised over the rest, for the methods and views: ``"first"`` (0),
+            ``"special"`` (special tokens; images: non-patch tokens) or a list of
+            positions (negative from the end); see :mod:`attnwidget.methods.sinks`.
+            Needs keep "all"; not for encoder–decoders or bare encoders. None: no change.
 
     Returns:
         An :class:`Explanation` (or a list of them for a list of texts).
@@ -211,7 +222,9 @@ def explain(
             left as it was.
     """
     check_model(model)  # a name, None, or no weights: refused before anything runs
+    ignore = sinks.check_ignore_keys(ignore_keys)
     if is_bare_encoder(model):  # sentence embeddings: attnwidget.explain_similarity
+        sinks.refuse_ignored(ignore, "bare encoders (sentence embeddings)")
         check_tokenizer(tokenizer, model, "explain")
         return explain_embeddings(model, tokenizer, text, locals())
     if pooling is not None or (isinstance(target, str) and target == "similarity"):
@@ -251,6 +264,7 @@ def explain(
         )
         for t, p in zip(texts, pairs, strict=True)
     ]
+    keep = plan_ignored(ignore, kind, keep, [len(item.input_ids) for item in items])
     if kind == ENCODER and query_index is not None:
         for item in items:  # rows that cannot be a pooled position fail before the run
             n = len(item.input_ids)
@@ -283,7 +297,8 @@ def explain(
                         ids = list(record.input_ids)
                         pooled = default_query(ENCODER, ids, first_layer, tokenizer, 0)
                     check_pooled_row(record.query_index, (pooled,), names, query_index)
-            explanations.extend(_explanation(r, names, options) for r in records)
+            explanations.extend(_explanation(r, names, options, ignore) for r in records)
+    sinks.warn_if_none_left_out(ignore, [e.ignored_keys for e in explanations])
     return explanations[0] if single else explanations
 
 
@@ -322,6 +337,7 @@ def _explain_image(
         options=options,
         target=arguments["target"],
         query_index=arguments["query_index"],
+        ignore=arguments["ignore"],
     )
 
 
@@ -335,14 +351,21 @@ def _runs(targets: list[Any]) -> list[tuple[int, int]]:
 
 
 def _explanation(
-    record: AttentionRecord, names: list[str], options: dict[str, dict[str, Any]]
+    record: AttentionRecord,
+    names: list[str],
+    options: dict[str, dict[str, Any]],
+    ignore: IgnoreKeys = None,
 ) -> Explanation:
     attentions, grads = record.attentions, record.attention_grads
     full = attentions is not None  # keep="all"; else no float64 copies are made
+    special = record.special_mask.nonzero()[0]
+    ignored = sinks.resolve_ignore_keys(ignore, len(record.tokens), special)
+    maps = None if attentions is None else attentions.astype(np.float64)
     embedding_grads = record.embedding_grads
     assert embedding_grads is not None  # only an attention-only similarity record lacks them
     context = ScoreContext(
-        attentions=attentions.astype(np.float64) if attentions is not None else None,
+        # The methods read the rows without the ignored keys; the gradient stays dy/dA.
+        attentions=None if maps is None else sinks.renormalise_keys(maps, ignored),
         query_index=record.query_index if record.query_weights is None else 0,
         attention_grads=grads.astype(np.float64) if full and grads is not None else None,
         embeddings=record.embeddings.astype(np.float64),
@@ -389,4 +412,5 @@ def _explanation(
         keep=record.keep,
         fused_attentions=record.fused_attentions,
         attention_rows=record.attention_rows,
+        ignored_keys=ignored,
     )

@@ -31,10 +31,16 @@ from attnwidget.capture.tokens import (
     token_label,
 )
 from attnwidget.errors import InputError, ModelNotSupportedError
-from attnwidget.methods import ScoreContext, compute_scores, get_method
+from attnwidget.methods import ScoreContext, compute_scores, get_method, sinks
 from attnwidget.methods.registry import resolve_method_options
 from attnwidget.pipeline.explain import DEFAULT_METHODS, _explanation
-from attnwidget.pipeline.inputs import check_model, check_tokenizer, decoder_start_id, present
+from attnwidget.pipeline.inputs import (
+    check_model,
+    check_tokenizer,
+    decoder_start_id,
+    plan_ignored,
+    present,
+)
 from attnwidget.results.explanation import Explanation
 from attnwidget.results.generation import GenerationExplanation
 
@@ -55,6 +61,7 @@ def explain_generation(
     do_sample: bool = False,
     seed: int | None = None,
     readable_tokens: bool = True,
+    ignore_keys: sinks.IgnoreKeys = None,
 ) -> GenerationExplanation:
     """Generate a continuation of ``text`` (the prompt) and explain every generated token.
 
@@ -77,6 +84,11 @@ def explain_generation(
         seed: seeds the sampler's own ``torch.Generator`` (same seed, same
             text); None uses torch's global generator.
         readable_tokens: strip tokenizer markers (``Ġ``, ``##``, ``▁``).
+        ignore_keys: key positions left out of every attention row of every
+            step, rows renormalised, as in :func:`attnwidget.explain` (causal
+            LMs only): ``"first"``, ``"special"`` (each step's special tokens) or
+            a list of positions within the prompt (negative ones count from the
+            end of each step's prefix). ``gexp.step(t).ignored_keys`` records them.
 
     Every step keeps its own attention and attention gradients, as
     :func:`attnwidget.explain` with ``keep="all"`` does: T steps of an
@@ -108,6 +120,7 @@ def explain_generation(
             "with attnwidget.explain(model, tokenizer, text)."
         )
     check_tokenizer(tokenizer, model, "explain_generation")
+    ignore = sinks.check_ignore_keys(ignore_keys)
     if not isinstance(text, str):
         raise InputError(f"text: the prompt must be a string, got {type(text).__name__}.")
     if not text.strip():
@@ -131,6 +144,7 @@ def explain_generation(
     encoding = encode(tokenizer, text, text_pair=None, limit=limit, truncation=False)
     check_vocabulary(model, tokenizer, list(encoding["input_ids"]))
     item = _prompt_item(model, encoding, kind)
+    plan_ignored(ignore, kind, "all", [len(item.input_ids)])  # the shortest step: the prompt
     forced = _forced_ids(tokenizer, generated, _vocab_size(model, tokenizer))
     budget = len(forced) if forced is not None else int(max_new_tokens)
     used = len(item.input_ids) if kind == CAUSAL_LM else 1
@@ -164,7 +178,8 @@ def explain_generation(
             values=values,
             readable=readable_tokens,
         )
-        steps = [_explanation(c.record, names, options) for c in captured]
+        steps = [_explanation(c.record, names, options, ignore) for c in captured]
+    sinks.warn_if_none_left_out(ignore, [step.ignored_keys for step in steps])
     for explanation in steps:
         if not gradients:  # none was taken: do not show zeros as gradients
             explanation.attention_grads = None

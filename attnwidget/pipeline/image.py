@@ -17,7 +17,7 @@ from attnwidget.capture import AttentionRecord, capture_ready
 from attnwidget.capture.image import capture_images, check_image_model
 from attnwidget.capture.image_inputs import as_image_list, prepare_image
 from attnwidget.errors import InputError
-from attnwidget.methods import ScoreContext, compute_scores
+from attnwidget.methods import ScoreContext, compute_scores, sinks
 from attnwidget.pipeline.inputs import present
 from attnwidget.relevance.rerun_image import ImageTargetScore
 from attnwidget.results.explanation import Explanation
@@ -32,8 +32,10 @@ def explain_images(
     options: dict[str, dict[str, Any]],
     target: Any = None,
     query_index: int | None = None,
+    ignore: sinks.CheckedKeys = None,
 ) -> Explanation | list[Explanation]:
-    """Explain ``images`` (one or a list) with ``names``; see :func:`attnwidget.explain`."""
+    """Explain ``images`` (one or a list) with ``names``; see :func:`attnwidget.explain`
+    (``ignore``: its checked ``ignore_keys``; "special" = the non-patch tokens)."""
     check_image_model(model)
     items, single = as_image_list(images)
     targets = target if isinstance(target, list) else [target] * len(items)
@@ -44,16 +46,22 @@ def explain_images(
     with capture_ready(model):
         for item, item_target in zip(prepared, targets, strict=True):
             (record,) = capture_images(model, [item], target=item_target, query_index=query_index)
-            explanations.append(_explanation(record, names, options))
+            n = len(record.tokens)  # positions out of range fail before any method runs
+            ignored = sinks.resolve_ignore_keys(ignore, n, list(record.special_tokens or []))
+            explanations.append(_explanation(record, names, options, ignored))
     return explanations[0] if single else explanations
 
 
 def _explanation(
-    record: AttentionRecord, names: list[str], options: dict[str, dict[str, Any]]
+    record: AttentionRecord,
+    names: list[str],
+    options: dict[str, dict[str, Any]],
+    ignored: list[int],
 ) -> Explanation:
     target = None if record.call is None else ImageTargetScore(record.call)
+    attentions = present(record.attentions, "attentions").astype(np.float64)
     context = ScoreContext(
-        attentions=present(record.attentions, "attentions").astype(np.float64),
+        attentions=sinks.renormalise_keys(attentions, ignored),  # the gradient stays dy/dA
         query_index=record.query_index,
         attention_grads=present(record.attention_grads, "attention_grads").astype(np.float64),
         embeddings=record.embeddings.astype(np.float64),
@@ -91,4 +99,5 @@ def _explanation(
         patch_grid=record.patch_grid,
         patch_size=record.patch_size,
         special_tokens=list(record.special_tokens or []),
+        ignored_keys=ignored,
     )

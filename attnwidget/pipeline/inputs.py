@@ -15,7 +15,7 @@ from attnwidget.capture.tokens import (
     second_segment_start,
 )
 from attnwidget.errors import InputError
-from attnwidget.methods import available_methods, get_method
+from attnwidget.methods import available_methods, get_method, sinks
 
 T = TypeVar("T")
 
@@ -200,3 +200,14 @@ def decoder_start_id(model: Any) -> int:
             "(model.config.decoder_start_token_id = <id>, often the pad or bos token's id)."
         )
     return int(start)
+
+
+def plan_ignored(ignore: sinks.CheckedKeys, kind: str, keep: Any, lengths: Sequence[int]) -> Any:
+    """explain()'s ``keep`` once ``ignore_keys`` is checked against the inputs (their
+    ``lengths``): refused for encoder–decoders, out-of-range positions refused, and
+    "all" when keys are left out. Raises before the model runs."""
+    if kind == ENCODER_DECODER:
+        sinks.refuse_ignored(ignore, "encoder–decoder models")
+    for n in lengths:
+        sinks.resolve_ignore_keys(ignore, n)
+    return sinks.keep_for_ignored(keep, ignore)
