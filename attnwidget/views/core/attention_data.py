@@ -12,6 +12,7 @@ import numpy as np
 
 from attnwidget._arrays import non_finite_summary
 from attnwidget.errors import AttentionShapeError, NonFiniteError
+from attnwidget.methods.sinks import ignored_keys_note
 from attnwidget.results.explanation import Explanation
 from attnwidget.views.core.buffers import (
     ATTENTION_HINT,
@@ -71,6 +72,8 @@ class AttentionMatrix:
     layer_ids: tuple[int, ...]
     head_ids: tuple[int, ...]
     causal: bool
+    #: Said beside the matrix in the page, e.g. which keys were left out ("": nothing).
+    note: str = ""
 
     @property
     def shape(self) -> tuple[int, int, int, int]:
@@ -78,6 +81,7 @@ class AttentionMatrix:
 
     def describe(self) -> dict[str, Any]:
         """The JSON description the page gets (the ``matrices`` trait)."""
+        note = {"note": self.note} if self.note else {}
         return {
             "key": self.key,
             "label": self.label,
@@ -87,6 +91,7 @@ class AttentionMatrix:
             "layer_ids": list(self.layer_ids),
             "head_ids": list(self.head_ids),
             "causal": self.causal,
+            **note,
         }
 
     def nbytes(self) -> int:
@@ -162,11 +167,15 @@ class AttentionSet:
         # A causal LM is causal by construction; otherwise look at the weights.
         causal = True if explanation.kind == "causal-lm" else None
         if explanation.decoder_tokens is None:
-            matrices = [make_matrix("self", explanation.attentions, tokens, tokens, causal)]
+            # With ignored keys: the rows the methods read (the methods' maps come from them).
+            note = ignored_keys_note(explanation.ignored_keys, tokens)
+            weights = explanation.renormalised_attentions
+            matrices = [make_matrix("self", weights, tokens, tokens, causal, note=note)]
             # Methods that replace each head's attention by another map (_method_maps).
             for name in shown_methods(explanation):
                 maps = method_maps(explanation, name)
-                matrices.append(make_matrix(name, maps, tokens, tokens, matrices[0].causal))
+                masked = matrices[0].causal
+                matrices.append(make_matrix(name, maps, tokens, tokens, masked, note=note))
         else:
             matrices = [make_matrix("encoder", explanation.attentions, tokens, tokens)]
             if explanation.decoder_attentions is not None:
@@ -223,10 +232,12 @@ def make_matrix(
     *,
     layer_ids: Sequence[int] | None = None,
     head_ids: Sequence[int] | None = None,
+    note: str = "",
 ) -> AttentionMatrix:
     """An :class:`AttentionMatrix` from an (L, H, rows, cols) array.
 
-    ``causal`` None: detected (square and nothing above the diagonal).
+    ``causal`` None: detected (square and nothing above the diagonal). ``note``:
+    a line the page shows beside it (which keys were left out).
     """
     array = np.asarray(weights, dtype=np.float32)
     label = _LABELS[key]
@@ -257,6 +268,7 @@ def make_matrix(
         layer_ids=tuple(int(i) for i in (layer_ids or range(array.shape[0]))),
         head_ids=tuple(int(i) for i in (head_ids or range(array.shape[1]))),
         causal=bool(causal),
+        note=note,
     )
 
 

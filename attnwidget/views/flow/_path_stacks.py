@@ -57,7 +57,8 @@ def stack_problem(explanation: Any, stack: object) -> str | None:
 def stack_explanation(explanation: Any, stack: str = "encoder") -> Any:
     """``explanation`` as one stack sees it (see "Stacks" in the module docstring).
 
-    ``"encoder"``: the explanation itself. ``"decoder"``: a copy whose tokens are
+    ``"encoder"``: the explanation itself, or with :attr:`ignored_keys` a copy whose
+    attentions are its ``renormalised_attentions``. ``"decoder"``: a copy whose tokens are
     the decoder tokens, attentions the decoder self-attention and query the
     explained decoder position, without scores, gradients or details (those
     are the encoder tokens'), so that no method computes them from the wrong
@@ -68,7 +69,12 @@ def stack_explanation(explanation: Any, stack: str = "encoder") -> Any:
     if problem is not None:
         raise (ValueError if stack != "decoder" else ModelNotSupportedError)(problem)
     if stack == "encoder":
-        return explanation
+        if not getattr(explanation, "ignored_keys", None):
+            return explanation
+        # explain(..., ignore_keys=...): the rows the methods read (the record keeps
+        # the model's own); the copy says no key is left out, so none is twice.
+        maps = explanation.renormalised_attentions
+        return replace(explanation, attentions=maps, ignored_keys=[])
     return replace(
         explanation,
         tokens=[str(t) for t in explanation.decoder_tokens],

@@ -13,6 +13,7 @@ import traitlets
 
 from attnwidget.errors import TooLargeError, UnknownMethodError
 from attnwidget.methods.graph import as_attention_array, fuse_heads
+from attnwidget.methods.sinks import ignored_keys_note
 from attnwidget.results.explanation import Explanation
 from attnwidget.views.core.format import format_number
 from attnwidget.views.flow._paths import (
@@ -157,6 +158,9 @@ def _caption(explanation: Explanation, stack: str) -> str:
             f"{'query' if stack == 'decoder' else 'at decoder position'} #{q} {decoder[q]!r}"
         )
     text = "Explaining " + ", ".join(parts) + "."
+    note = ignored_keys_note(explanation.ignored_keys, explanation.tokens)
+    if note:  # explain(..., ignore_keys=...): the graph is the renormalised rows'
+        text += f" Attention with {note}."
     if decoder is None:
         return text
     drawn = (

@@ -137,7 +137,7 @@ class QueryMaps:
         n = len(explanation.tokens)
         self.columns = patch_positions(n, explanation.special_tokens)
         self.rows = np.concatenate([[explanation.query_index], self.columns])
-        attentions = explanation.attentions
+        attentions = explanation.renormalised_attentions  # with ignored keys: the methods' rows
         assert attentions is not None  # an image explanation keeps every map
         self._attentions = attentions
         options = explanation.method_options.get("rollout", {})

@@ -13,6 +13,7 @@ import numpy as np
 
 from attnwidget._arrays import non_finite_summary
 from attnwidget.errors import AttentionShapeError, InputError, NonFiniteError
+from attnwidget.methods.sinks import ignored_keys_note
 
 #: The head value that selects the mean over heads (the fused matrix).
 MEAN = "mean"
@@ -25,6 +26,7 @@ class MatrixSource:
     tokens: list[str]
     attentions: np.ndarray | None  # (L, H, n, n) or None
     fused: np.ndarray | None  # (L, n, n) or None
+    note: str = ""  # which keys were left out of every row (the caption says it)
 
     @property
     def num_layers(self) -> int:
@@ -67,9 +69,11 @@ def source_of(explanation: Any, what: str = "AttentionMatrixView") -> MatrixSour
         )
     tokens = [str(t) for t in tokens]
     n = len(tokens)
-    attentions = _array(
-        getattr(explanation, "attentions", None), 4, n, "attentions", "(L, H, n, n)"
-    )
+    # With ignored keys (explain(..., ignore_keys=...)): the renormalised rows.
+    kept = getattr(explanation, "renormalised_attentions", None)
+    if kept is None:
+        kept = getattr(explanation, "attentions", None)
+    attentions = _array(kept, 4, n, "attentions", "(L, H, n, n)")
     fused = _array(
         getattr(explanation, "fused_attentions", None), 3, n, "fused_attentions", "(L, n, n)"
     )
@@ -85,7 +89,8 @@ def source_of(explanation: Any, what: str = "AttentionMatrixView") -> MatrixSour
             f"attentions has {attentions.shape[0]} layers but fused_attentions has "
             f"{fused.shape[0]}; they must come from the same model."
         )
-    return MatrixSource(tokens=tokens, attentions=attentions, fused=fused)
+    note = ignored_keys_note(getattr(explanation, "ignored_keys", None) or [], tokens)
+    return MatrixSource(tokens=tokens, attentions=attentions, fused=fused, note=note)
 
 
 def _array(value: Any, ndim: int, n: int, name: str, shape: str) -> np.ndarray | None:

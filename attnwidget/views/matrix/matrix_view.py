@@ -278,7 +278,8 @@ class AttentionMatrixView(_AttnWidget):
             self.set_trait("overview_meta", meta)
             self.set_trait("value_range", [lo, hi])
             self._fit_colors()
-            self.set_trait("caption", f"layer {self.layer}, {head} ({n:,} × {n:,} tokens)")
+            note = f"; {self._source.note}" if self._source.note else ""
+            self.set_trait("caption", f"layer {self.layer}, {head} ({n:,} × {n:,} tokens){note}")
 
     @traitlets.observe("layer", "head", "pool")
     def _on_matrix(self, _change: dict[str, Any]) -> None:
