@@ -21,6 +21,8 @@ from typing import Any
 import ipywidgets as widgets
 import traitlets
 
+from attnwidget.capture.kinds import ENCODER_DECODER, is_bare_encoder, model_kind
+from attnwidget.methods import sinks
 from attnwidget.pipeline.explain import explain
 from attnwidget.results.explanation import Explanation
 from attnwidget.views.core.method_maps import METHOD_MATRICES
@@ -107,9 +109,12 @@ class ExplorerBase(OnDemand, widgets.VBox):
         flow_method: str,
         target: Any,
         kwargs: dict[str, Any],
+        ignore_keys: Any = None,
     ) -> None:
         """Create the controls and the box (``inputs`` on top, then a row of
-        ``controls`` and the pickers); no model run yet."""
+        ``controls`` and the pickers); no model run yet. ``ignore_keys`` goes to
+        every explain() (checked here, its positions per input by explain())."""
+        self._ignore_keys = checked_ignore_keys(ignore_keys, model)
         self._model, self._preprocessor = model, preprocessor
         self._explanation: Explanation | None = None
         self._error = ""
@@ -193,6 +198,8 @@ class ExplorerBase(OnDemand, widgets.VBox):
         """
         try:
             args, note = self._inputs()
+            if self._ignore_keys is not None:  # kept in _shown_args: the jobs use it too
+                args["ignore_keys"] = self._ignore_keys
         except Exception as error:  # bad input: shown, never raised into the widget's void
             log.info("attnwidget %s: input refused: %s", self._OWNER, error)
             self._fail(_message(error))
@@ -380,3 +387,13 @@ class ExplorerBase(OnDemand, widgets.VBox):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(target={self.target!r}, views={list(self.views)})"
+
+
+def checked_ignore_keys(value: Any, model: Any) -> sinks.CheckedKeys:
+    """An Explorer's ``ignore_keys``, refused now where explain() would refuse it."""
+    checked = sinks.check_ignore_keys(value)
+    if is_bare_encoder(model):
+        sinks.refuse_ignored(checked, "bare encoders (sentence embeddings)")
+    elif model_kind(model) == ENCODER_DECODER:
+        sinks.refuse_ignored(checked, "encoder–decoder models")
+    return checked

@@ -66,6 +66,7 @@ _PARAMETERS = [
     "max_length",
     "truncation",
     "pooling",
+    "ignore_keys",
 ]
 
 
@@ -101,6 +102,9 @@ class Explorer(ExplorerBase):
         truncation: explain the first ``max_length`` tokens of a longer text
             (the status line says it was cut) instead of reporting an error.
         pooling: bare encoders: "mean" or "cls" (see :func:`attnwidget.explain`).
+        ignore_keys: attention sinks left out of every attention row, rows
+            renormalised, in every explanation and view (``"first"``,
+            ``"special"`` or positions; see :func:`attnwidget.explain`).
 
     Attributes:
         text_box, pair_box, target_picker, method_picker, method_buttons,
@@ -144,6 +148,7 @@ class Explorer(ExplorerBase):
         max_length: int | None = None,
         truncation: bool = False,
         pooling: Literal["mean", "cls"] | None = None,
+        ignore_keys: str | Sequence[int] | None = None,
         **kwargs: Any,
     ) -> None:
         flow_method = renamed_keyword(kwargs, "method", "flow_method", "Explorer", flow_method)
@@ -206,6 +211,7 @@ class Explorer(ExplorerBase):
             flow_method=flow_method or "rollout",
             target=None if self._bare else target,
             kwargs=kwargs,
+            ignore_keys=ignore_keys,
         )
         self.text_box.observe(self._on_text, names="value")
         if self.pair_box is not None:

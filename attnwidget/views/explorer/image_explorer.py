@@ -44,6 +44,7 @@ _PARAMETERS = [
     "method_options",
     "target",
     "flow_method",
+    "ignore_keys",
 ]
 
 
@@ -66,6 +67,9 @@ class ImageExplorer(ExplorerBase):
         flow_method: the FlowView's initial method (default "rollout"); the
             ``methods`` are what is computed. Named ``method`` before (still
             accepted for one release, with a DeprecationWarning).
+        ignore_keys: keys left out of every attention row, rows renormalised,
+            in every explanation and view (``"special"``: the non-patch tokens;
+            ``"first"`` or positions; see :func:`attnwidget.explain`).
 
     Attributes:
         upload, target_picker, method_picker, method_buttons, status,
@@ -93,6 +97,7 @@ class ImageExplorer(ExplorerBase):
         method_options: dict[str, dict[str, Any]] | None = None,
         target: Any = None,
         flow_method: str | None = None,
+        ignore_keys: str | Sequence[int] | None = None,
         **kwargs: Any,
     ) -> None:
         flow_method = renamed_keyword(kwargs, "method", "flow_method", "ImageExplorer", flow_method)
@@ -110,6 +115,7 @@ class ImageExplorer(ExplorerBase):
             flow_method=flow_method or "rollout",
             target=target,
             kwargs=kwargs,
+            ignore_keys=ignore_keys,
         )
         self.upload.observe(self._on_upload, names="value")
         self._refresh_buttons()
