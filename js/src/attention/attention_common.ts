@@ -99,7 +99,17 @@ export function pinHint(tokens: readonly string[], pinned: number, causal: boole
 }
 
 /**
- * Matrix and pair-filter selectors, kept in step with the model. Switching
+ * The line under the controls for a matrix with left-out keys (its `note`),
+ * "" for none: "Attention with keys #0 '[CLS]' left out, rows renormalised (ignore_keys)."
+ */
+export function keysNote(info: MatrixInfo | undefined): string {
+  const note = info?.note ?? "";
+  return note ? `Attention with ${note} (ignore_keys).` : "";
+}
+
+/**
+ * Matrix and pair-filter selectors, kept in step with the model, and the
+ * line that says which keys the shown matrix leaves out (`note`). Switching
  * to a matrix with other query tokens unpins `selected_token` in the same save.
  */
 export function attentionControls(
@@ -113,7 +123,9 @@ export function attentionControls(
     onChange(keep ? { matrix: key } : { matrix: key, selected_token: -1 });
   });
   const filter = select("Filter:", "attnw-filter", (value) => onChange({ pair_filter: value as PairFilter }));
+  const note = h("div", { className: "attnw-keys-note" });
   const sync = (shown: Shown | null): void => {
+    note.textContent = keysNote(shown?.info);
     const matrices = model.get("matrices") ?? [];
     setOptions(matrix.el, matrices.map((m) => [m.key, m.label]), shown?.info.key ?? "");
     matrix.wrap.hidden = matrices.length < 2;
@@ -123,7 +135,7 @@ export function attentionControls(
     // Cross/decoder attention has no sentence pair: the filter stays visible but off.
     filter.el.disabled = !shown?.pairs;
   };
-  return { elements: [matrix.wrap, filter.wrap], sync };
+  return { elements: [matrix.wrap, filter.wrap], note, sync };
 }
 
 /**

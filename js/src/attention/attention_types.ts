@@ -27,6 +27,12 @@ export interface MatrixInfo {
   head_ids: number[];
   /** No query attends to a later key: later keys are shown as masked. */
   causal: boolean;
+  /**
+   * Shown beside the matrix when present: which keys were left out of every
+   * row, rows renormalised (explain(..., ignore_keys=...); Python's
+   * AttentionMatrix.note).
+   */
+  note?: string;
 }
 
 /**

@@ -61,6 +61,7 @@ export function renderHeadView({ model, el }: { model: Model; el: HTMLElement })
   root.append(
     styleElement(styles),
     h("div", { className: "attnw-controls" }, [...controls.elements, layer.wrap, headBoxes]),
+    controls.note,
     scroller,
     panel.note,
     status,

@@ -113,6 +113,7 @@ export function renderModelView({ model, el }: { model: Model; el: HTMLElement }
   root.append(
     styleElement(styles),
     h("div", { className: "attnw-controls" }, controls.elements),
+    controls.note,
     h("div", { className: "attnw-model-body" }, [h("div", { className: "attnw-scroll-xy attnw-grid-scroll" }, [axes]), detail]),
     status,
     // On the root, not in the grid's scroller, which would clip it.

@@ -25,7 +25,7 @@ import {
   rowHeightFor,
   type GridGeometry,
 } from "../../src/attention/attention_layout";
-import { pinAfterKey, pinHint, pinSurvives } from "../../src/attention/attention_common";
+import { keysNote, pinAfterKey, pinHint, pinSurvives } from "../../src/attention/attention_common";
 import { AttentionStore, Requester } from "../../src/attention/attention_state";
 import type { MatrixInfo } from "../../src/attention/attention_types";
 import { decodeFloat16Bits, halfTable, halfToFloat, widen } from "../../src/core/buffers";
@@ -361,6 +361,14 @@ describe("pinned token (HeadView and ModelView)", () => {
     assert.equal(pinHint(["a", '"b"'], 1, false), 'Pinned #1 "\\"b\\"" (click it again or Esc to unpin).');
     assert.match(pinHint(["a"], -1, false), /click a query token to pin it\.$/);
     assert.match(pinHint(["a"], 5, true), /^Hover.*Causal: a query sees only itself/);
+  });
+
+  test("the left-out keys' line says which keys and that rows were renormalised", () => {
+    const plain = matrix("self", "tokens", 3);
+    assert.equal(keysNote(plain), ""); // no note: no line (Python sends none without ignore_keys)
+    assert.equal(keysNote(undefined), "");
+    const left = { ...plain, note: "keys #0 '[CLS]', #2 '[SEP]' left out, rows renormalised" };
+    assert.equal(keysNote(left), "Attention with keys #0 '[CLS]', #2 '[SEP]' left out, rows renormalised (ignore_keys).");
   });
 });
 
