@@ -102,7 +102,8 @@ def _read(
         vector = np.zeros(n_words, dtype=np.uint8)
         for start, end in spans:
             vector[start:end] = 1
-        out[row.item_id][row.annotator] = _Rating(vector, spans, row.label)
+        label = row.label if isinstance(row.label, str) else None  # missing: NaN
+        out[row.item_id][row.annotator] = _Rating(vector, spans, label)
     if include_suggested is not None and not recorded and len(frame):
         raise InputError(
             f"include_suggested={include_suggested!r}: this store does not record whether a "
