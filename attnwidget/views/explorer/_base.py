@@ -26,6 +26,7 @@ from attnwidget.methods import sinks
 from attnwidget.pipeline.explain import explain
 from attnwidget.results.explanation import Explanation
 from attnwidget.views.core.method_maps import METHOD_MATRICES
+from attnwidget.views.explorer._compare import CompareTab
 from attnwidget.views.explorer._compute import OnDemand
 from attnwidget.views.explorer._html import explorer_page
 from attnwidget.views.explorer._links import Links
@@ -50,6 +51,7 @@ TITLES = {
     "flow": "Flow",
     "head": "Heads",
     "model": "Model",
+    "compare": "Compare",
 }
 #: Options of the box itself that the Explorers also take as keywords.
 BOX_OPTIONS = ("layout", "box_style")
@@ -87,7 +89,7 @@ def shown_as_matrix(name: str, explanation: Explanation) -> bool:
     return switch_reason(explanation, limit, view) is not None
 
 
-class ExplorerBase(OnDemand, widgets.VBox):
+class ExplorerBase(OnDemand, CompareTab, widgets.VBox):
     """The shared machinery; see :class:`~attnwidget.views.explorer.explorer.Explorer`."""
 
     _OWNER = "Explorer"
@@ -129,7 +131,7 @@ class ExplorerBase(OnDemand, widgets.VBox):
         self._shown_args: dict[str, Any] = {}
         self.views: dict[str, widgets.Widget] = {}
         self._classes: dict[str, type] = {}
-        self._links = Links(lambda: self.views)
+        self._links = Links(self._linked_views)
         self.target_picker = widgets.Dropdown(
             description="Target:", options=self._targets(None, target)
         )
@@ -140,6 +142,7 @@ class ExplorerBase(OnDemand, widgets.VBox):
         self.status.add_class("attnw-explorer-status")
         self.tabs = widgets.Tab()
         self._start_on_demand()
+        self._start_compare()
         row = widgets.HBox([*controls, self.target_picker, self.method_picker])
         super().__init__(
             children=[
@@ -160,6 +163,7 @@ class ExplorerBase(OnDemand, widgets.VBox):
             self._busy = False
         self.target_picker.observe(self._on_target, names="value")
         self.method_picker.observe(self._on_method, names="value")
+        self.tabs.observe(self._on_tab, names="selected_index")
 
     @traitlets.observe("progress")
     def _show_progress(self, change: dict[str, Any]) -> None:
@@ -240,7 +244,8 @@ class ExplorerBase(OnDemand, widgets.VBox):
         :class:`ValueError` while nothing has been explained yet.
         """
         with self._lock:
-            views = [(TITLES.get(name, name), view) for name, view in self.views.items()]
+            shown = self._linked_views().items()  # the Compare tab while it is current
+            views = [(TITLES.get(name, name), view) for name, view in shown]
             lines = [str(self.status.value)] if self.status.value else []
             text = explorer_page(title or f"attnwidget {type(self).__name__}", views, lines)
         if path is not None:
@@ -355,10 +360,12 @@ class ExplorerBase(OnDemand, widgets.VBox):
         self.views[name] = view
 
     def _refresh_tabs(self) -> None:
-        if list(self.tabs.children) != list(self.views.values()):
-            self.tabs.children = list(self.views.values())
-        self.tabs.titles = [TITLES.get(name, name) for name in self.views]
+        tabs = {**self.views, **self._extra_tabs()}  # the views, then the Compare tab
+        if list(self.tabs.children) != list(tabs.values()):
+            self.tabs.children = list(tabs.values())
+        self.tabs.titles = [TITLES.get(name, name) for name in tabs]
         self._refresh_paths()
+        self._compare_if_shown()  # the input or its methods changed
 
     def _set_target_options(self, explanation: Explanation | None, extra: Any = None) -> None:
         busy, self._busy = self._busy, True

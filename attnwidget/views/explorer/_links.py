@@ -31,6 +31,7 @@ SELECTION: dict[str, str] = {
     "model": "selected_token",
     "matrix": "selected_token",
     "image": "selected_patch",
+    "compare": "selected_token",
 }
 
 

@@ -110,6 +110,12 @@ class Explorer(ExplorerBase):
         text_box, pair_box, target_picker, method_picker, method_buttons,
         status, progress_line: the controls (``pair_box`` is None without a pair).
         views: the views by name ("saliency", "flow", "head", "model").
+        compare_view, comparison: the Compare tab's CompareView and its
+            Comparison (None until the tab is first shown, or
+            :meth:`compare` is called): the methods the Saliency tab shows,
+            compared by :func:`attnwidget.compare` when the tab is shown
+            (in the background, with progress), its token pinned with the
+            other views'.
 
     Given a Vision Transformer, ``Explorer(model, processor, image)`` returns
     an :class:`~attnwidget.views.explorer.image_explorer.ImageExplorer` instead.
@@ -264,6 +270,9 @@ class Explorer(ExplorerBase):
         return self._truncation
 
     # -- the ExplorerBase hooks ---------------------------------------------------
+
+    def _compare_enabled(self) -> bool:
+        return not self._bare  # compare() explains a prediction: a model with a head
 
     def _mode(self) -> str:
         if not self._bare:
