@@ -156,7 +156,7 @@ class CompareView(_AttnWidget):
     @property
     def comparison(self) -> Comparison:
         """The :class:`~attnwidget.Comparison` shown."""
-        return self._comparison  # type: ignore[no-any-return]
+        return self._comparison
 
     def set_comparison(self, comparison: Comparison) -> None:
         """Show another comparison; the selections are kept where they still apply.
