@@ -262,7 +262,7 @@ def _annotated_store(path: Path) -> Store:
     )
     store.save("r1", annotator="ana", spans=[(1, 3), (6, 8)], label="pos")
     store.save("r2", annotator="ana", spans=[(0, 1), (3, 5), (5, 7)], label="neg")
-    store.save("r3", annotator="ana", spans=[], label="pos")
+    store.save("r3", annotator="ana", spans=[], no_evidence=True, label="pos")
     return store
 
 

@@ -135,7 +135,7 @@ def test_a_sigkill_loses_at_most_the_save_in_flight(tmp_path: Path) -> None:
     with Store(path) as store:  # and the store opens and writes normally afterwards
         last = reported[-1]
         assert store.load(f"i{last}", annotator="kid").spans == ((last % 5, last % 5 + 1),)
-        store.save("i0", annotator="kid", spans=[])
+        store.save("i0", annotator="kid", spans=[], no_evidence=True)
         assert store.progress("kid") == (len(saved), count)
 
 

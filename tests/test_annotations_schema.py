@@ -142,7 +142,7 @@ def test_a_version_1_store_is_migrated_keeping_its_data(tmp_path: Path) -> None:
         assert [i.id for i in s.items()] == ["m1", "m2"] and s.item("m2").text_pair == "q"
         assert s.progress("ana") == (2, 2)
         assert s.save("m1", annotator="ana", spans=[(0, 1)], confidence=0.5).revision == 2
-    assert fresh(path, "PRAGMA user_version") == [(2,)]
+    assert fresh(path, "PRAGMA user_version") == [(SCHEMA_VERSION,)]
     assert fresh(path, "PRAGMA journal_mode") == [("wal",)]
     assert fresh(path, "SELECT item_id, n_words FROM items ORDER BY idx") == [("m1", 3), ("m2", 3)]
     assert sorted(fresh(path, "SELECT item_idx, revision, spans, confidence FROM history")) == [

@@ -58,7 +58,7 @@ def test_new_store_is_wal_versioned_and_named(tmp_path: Path) -> None:
     assert fresh(path, "PRAGMA application_id") == [(APPLICATION_ID,)]
     meta = dict(fresh(path, "SELECT key, value FROM meta"))
     assert meta["application"] == APPLICATION and json.loads(meta["labels"]) is None
-    assert SCHEMA_VERSION == 2
+    assert SCHEMA_VERSION == 3
 
 
 def test_items_are_stored_with_their_words_and_order(store: Store) -> None:
@@ -119,7 +119,7 @@ def test_bad_items_are_refused(store: Store, items: Any, match: str) -> None:
 def test_save_commits_one_row_per_annotator_and_keeps_history(store: Store) -> None:
     first = store.save("r1", annotator="ana", spans=[(2, 4), (0, 1)], label="pos", confidence=0.9)
     assert first.spans == ((0, 1), (2, 4)) and first.revision == 1
-    store.save("r1", annotator="bob", spans=[], note="nothing decisive")
+    store.save("r1", annotator="bob", spans=[], no_evidence=True, note="nothing decisive")
     second = store.save("r1", annotator="ana", spans=[[1, 3]], label="neg", note="changed mind")
     assert second.revision == 2
     rows = fresh(
@@ -160,7 +160,7 @@ def test_annotators_progress_and_first_unannotated(store: Store) -> None:
     assert store.annotators() == [] and store.progress("ana") == (0, 3)
     assert store.first_unannotated("ana") == 0
     store.save("r1", annotator="ana", spans=[(0, 1)])
-    store.save("r3", annotator="ana", spans=[])
+    store.save("r3", annotator="ana", spans=[], no_evidence=True)
     store.save("r2", annotator="bob", spans=[(0, 1)])
     assert store.annotators() == ["ana", "bob"]
     assert store.progress("ana") == (2, 3) and store.progress("bob") == (1, 3)

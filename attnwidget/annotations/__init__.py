@@ -4,7 +4,12 @@
 processes can write at once and that survives a killed kernel; it reads and
 writes ERASER data sets (DeYoung et al., 2020) and gives pandas DataFrames
 and 0/1 word vectors for the metrics. Spans are ``(start, end)`` indices into
-an item's words (``text.split()``), ``end`` exclusive.
+an item's words (``text.split()``), ``end`` exclusive; every annotation is
+also kept as character spans into the text (``char_spans``). Undo is a new
+revision (:meth:`Store.revert`), "no evidence" is said explicitly
+(``no_evidence=True``), items can be assigned to annotators
+(:meth:`Store.assign`, :meth:`Store.queue`) and several annotations
+adjudicated into a gold one (:meth:`Store.adjudicate`).
 
 >>> from attnwidget.annotations import Store  # doctest: +SKIP
 >>> store = Store("rationales.sqlite", labels=["pos", "neg"])  # doctest: +SKIP
@@ -14,7 +19,8 @@ an item's words (``text.split()``), ``end`` exclusive.
 
 from __future__ import annotations
 
-from attnwidget.annotations._rows import Annotation, rationale_vector
+from attnwidget.annotations._adjudicate import Adjudication
+from attnwidget.annotations._rows import Annotation, Progress, rationale_vector
 from attnwidget.annotations._schema import APPLICATION, SCHEMA_VERSION
 from attnwidget.annotations.annotator_agreement import Agreement, agreement
 from attnwidget.annotations.eraser import export_eraser, import_eraser
@@ -25,10 +31,12 @@ from attnwidget.errors import InputError
 __all__ = [
     "APPLICATION",
     "SCHEMA_VERSION",
+    "Adjudication",
     "Agreement",
     "Annotation",
     "InputError",
     "Item",
+    "Progress",
     "Store",
     "agreement",
     "export_eraser",

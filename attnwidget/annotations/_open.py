@@ -141,7 +141,9 @@ def prepare_read_only(
     if version < _schema.SCHEMA_VERSION:
         raise InputError(
             f"{path} is an annotation store of schema version {version}; this attnwidget "
-            f"reads version {_schema.SCHEMA_VERSION} after upgrading the file, which needs "
-            "writing it: copy it to a writable folder and open the copy with Store(copy_path)"
+            f"reads version {_schema.SCHEMA_VERSION} after migrating the file, which needs "
+            "writing it, and a store opened read-only is never migrated. To migrate it, open "
+            "it once writable (Store(path), nothing is lost: every annotation is kept), or "
+            "copy it to a writable folder and open the copy with Store(copy_path)"
         )
     return _schema.check_labels(conn, path, labels)

@@ -25,6 +25,19 @@ words), ``annotations.confidence`` and ``annotations.revision``, a
 ``history`` table holding every save (the current rows of a v1 file become
 revision 1), and an index on ``annotations(annotator, item_idx)`` for
 ``progress`` and ``first_unannotated``.
+Version 3 (issue 23): ``annotations`` and ``history`` gain ``no_evidence``
+(an explicit "nothing here is evidence"; a v2 row saved with no spans becomes
+one, since saving nothing was how it was said), ``char_spans`` (character
+offsets into the item text, computed from the word spans for old rows),
+``guidelines_version``, ``seconds``, ``suggestion_shown``, ``granularity``
+(``"word"`` for old rows) and ``reverted_from`` (the revision an undo
+restored); ``annotations.history_id`` points at the history row of the
+current version (the annotation's id). New tables: ``adjudications`` (the
+rule and reason of a gold annotation, by its history id),
+``adjudication_sources`` (the source annotations it was made from: annotator,
+revision, history id) and ``assignments`` (who annotates which item), with
+an index on ``assignments(annotator, item_idx)`` and one on the no-evidence
+annotations of each annotator.
 """
 
 from __future__ import annotations
@@ -98,11 +111,73 @@ def _v1_to_v2(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX annotations_by_annotator ON annotations (annotator, item_idx)")
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1_to_v2]
+_V3_COLUMNS = (
+    "no_evidence INTEGER NOT NULL DEFAULT 0",
+    "char_spans TEXT NOT NULL DEFAULT '[]'",
+    "guidelines_version TEXT",
+    "seconds REAL",
+    "suggestion_shown TEXT",
+    "granularity TEXT NOT NULL DEFAULT 'word'",
+    "reverted_from INTEGER",
+)
+
+_V3_TABLES = (
+    """CREATE TABLE adjudications (
+        history_id INTEGER PRIMARY KEY REFERENCES history(id),
+        rule TEXT NOT NULL,
+        reason TEXT
+    )""",
+    """CREATE TABLE adjudication_sources (
+        history_id INTEGER NOT NULL REFERENCES adjudications(history_id),
+        annotator TEXT NOT NULL,
+        revision INTEGER NOT NULL,
+        source_id INTEGER NOT NULL REFERENCES history(id),
+        PRIMARY KEY (history_id, annotator)
+    )""",
+    """CREATE TABLE assignments (
+        item_idx INTEGER NOT NULL REFERENCES items(idx),
+        annotator TEXT NOT NULL,
+        PRIMARY KEY (item_idx, annotator)
+    )""",
+    "CREATE INDEX assignments_by_annotator ON assignments (annotator, item_idx)",
+    "CREATE INDEX annotations_no_evidence ON annotations (annotator) WHERE no_evidence = 1",
+)
+
+
+def _v2_to_v3(conn: sqlite3.Connection) -> None:
+    from attnwidget.annotations._chars import chars_from_words, word_offsets
+
+    for table in ("annotations", "history"):
+        for column in _V3_COLUMNS:
+            conn.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
+    conn.execute("ALTER TABLE annotations ADD COLUMN history_id INTEGER REFERENCES history(id)")
+    texts = dict(conn.execute("SELECT idx, text FROM items"))
+    offsets: dict[int, list[tuple[int, int]]] = {}
+    for table, key in (("annotations", "rowid"), ("history", "id")):
+        updates = []
+        for row_key, idx, spans in conn.execute(f"SELECT {key}, item_idx, spans FROM {table}"):
+            if idx not in offsets:
+                offsets[idx] = word_offsets(texts[idx])
+            words = [(int(s), int(e)) for s, e in json.loads(spans)]
+            chars = chars_from_words(words, offsets[idx])
+            updates.append((json.dumps(chars), int(not words), row_key))
+        conn.executemany(
+            f"UPDATE {table} SET char_spans = ?, no_evidence = ? WHERE {key} = ?", updates
+        )
+    conn.execute(
+        """UPDATE annotations SET history_id = (SELECT h.id FROM history h
+           WHERE h.item_idx = annotations.item_idx AND h.annotator = annotations.annotator
+           AND h.revision = annotations.revision)"""
+    )
+    for statement in _V3_TABLES:
+        conn.execute(statement)
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1_to_v2, _v2_to_v3]
 """``MIGRATIONS[k]`` upgrades a store from version ``k + 1`` to ``k + 2``."""
 
 SCHEMA_VERSION = 1 + len(MIGRATIONS)
-"""The version this code writes and reads (2)."""
+"""The version this code writes and reads (3)."""
 
 
 def _not_ours(path: Path, why: str) -> InputError:

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from attnwidget.annotations import validate as _validate
+from attnwidget.annotations._chars import chars_from_words, word_offsets
 from attnwidget.annotations._rows import add_items_in, save_in
 from attnwidget.annotations.validate import Item, Span
 from attnwidget.errors import InputError
@@ -79,6 +80,14 @@ def export_eraser(
     ``text_pair`` or ``""``; sentence numbers come from the text's lines. A
     store with several annotators needs ``annotator=`` (ERASER keeps one
     rationale per document). Returns the directory.
+
+    ERASER's tokens are the store's words (``text.split()``), so evidences are
+    the annotations' word spans. Character spans (``save(..., char_spans=...)``)
+    that do not start and end on word boundaries are ROUNDED OUT: a token is
+    in the evidence when a character span overlaps it (the store's rule, see
+    :mod:`._chars`), so marking "gre" of "great" exports the token "great".
+    A ``UserWarning`` then says how many annotations were rounded, with the
+    first one. A no-evidence annotation exports with ``evidences: []``.
     """
     if not isinstance(split, str) or not _SPLIT_NAME.fullmatch(split):
         raise InputError(f"split={split!r}: pass a file name stem such as 'train', 'val', 'test'")
@@ -92,8 +101,8 @@ def export_eraser(
         ]
         where, args = ("", ()) if who is None else ("WHERE a.annotator = ?", (who,))
         rows = conn.execute(
-            f"SELECT i.item_id, a.annotator, a.spans, a.label FROM annotations a JOIN items i"
-            f" ON i.idx = a.item_idx {where} ORDER BY i.idx",
+            "SELECT i.item_id, a.annotator, a.spans, a.label, a.char_spans FROM annotations a"
+            f" JOIN items i ON i.idx = a.item_idx {where} ORDER BY i.idx",
             args,
         ).fetchall()
     names = sorted({row[1] for row in rows})
@@ -111,8 +120,13 @@ def export_eraser(
         text = "\n".join(" ".join(words) for words in _sentences(item.text)) + "\n"
         _write_atomically(root / "docs" / item.id, text)
     lines = []
-    for item_id, _, spans_json, label in rows:
+    rounded: list[str] = []
+    for item_id, _, spans_json, label, chars_json in rows:
         item = by_id[item_id]
+        marked = [(int(s), int(e)) for s, e in json.loads(spans_json)]
+        chars = tuple((int(s), int(e)) for s, e in json.loads(chars_json))
+        if chars != chars_from_words(marked, word_offsets(item.text)):
+            rounded.append(f"item {item_id!r}: characters {list(chars)} -> words {marked}")
         sentence_of = [n for n, words in enumerate(_sentences(item.text)) for _ in words]
         groups = [
             [
@@ -125,7 +139,7 @@ def export_eraser(
                     "end_sentence": sentence_of[end - 1] + 1,
                 }
             ]
-            for start, end in json.loads(spans_json)
+            for start, end in marked
         ]
         record = {
             "annotation_id": item_id,
@@ -137,6 +151,14 @@ def export_eraser(
         }
         lines.append(json.dumps(record, sort_keys=True, ensure_ascii=False) + "\n")
     _write_atomically(root / f"{split}.jsonl", "".join(lines))
+    if rounded:
+        warnings.warn(
+            f"{len(rounded)} annotations have character spans that do not fall on word "
+            "boundaries; ERASER keeps tokens, so each was rounded out to every token a span "
+            f"overlaps. First: {rounded[0]}",
+            UserWarning,
+            stacklevel=3,
+        )
     return root
 
 
@@ -238,6 +260,8 @@ def import_eraser(
     offsets outside a document, labels outside the store's ``labels``.
     Items already in the store must have the same text; their label is kept.
     An annotation already saved by ``annotator`` is replaced (history keeps it).
+    A cited document with no evidence in it is saved as ``no_evidence=True``
+    (the data set says its rationale is empty, which is not "not annotated").
     """
     who = _validate.annotator(annotator)
     root = Path(directory)
@@ -318,5 +342,5 @@ def import_eraser(
         for item in items:
             if item.id in cited:
                 _, label, spans_, _ = cited[item.id]
-                save_in(conn, item.id, who, spans_, label, None, None, now)
+                save_in(conn, item.id, who, spans_, label, None, None, now, no_evidence=not spans_)
     return len(cited)

@@ -46,24 +46,27 @@ progress with ``FULL`` (nearly all of it the fsync at COMMIT), 0.3-0.6 ms with
 
 from __future__ import annotations
 
-import sqlite3
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from attnwidget.annotations import _open, _schema
 from attnwidget.annotations import validate as _validate
+from attnwidget.annotations._adjudicate import AdjudicateMixin
+from attnwidget.annotations._assign import AssignMixin
+from attnwidget.annotations._chars import char_vector
+from attnwidget.annotations._frames import annotations_frame
+from attnwidget.annotations._revisions import RevisionsMixin
 from attnwidget.annotations._rows import (
-    COLUMNS,
     Annotation,
+    Progress,
     add_items_in,
     annotation_from_row,
+    columns,
     lookup,
+    lookup_text,
     rationale_vector,
     save_in,
+    with_sources,
 )
 from attnwidget.annotations.validate import Item
 from attnwidget.errors import InputError
@@ -72,10 +75,8 @@ if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
-_SYNCHRONOUS = ("FULL", "NORMAL", "EXTRA")
 
-
-class Store:
+class Store(RevisionsMixin, AssignMixin, AdjudicateMixin):
     """Human rationales for a list of items, kept in the SQLite file at ``path``.
 
     ``Store(path)`` creates the file when it does not exist and opens it
@@ -90,103 +91,6 @@ class Store:
     ...     store.add_items([{"id": "r1", "text": "a truly great film", "label": "pos"}])
     ...     store.save("r1", annotator="ana", spans=[(1, 3)], label="pos")
     """
-
-    def __init__(
-        self,
-        path: str | Path,
-        *,
-        labels: list[str] | None = None,
-        timeout: float = 30.0,
-        synchronous: str = "FULL",
-        read_only: bool = False,
-    ) -> None:
-        self._path = Path(path)
-        wanted = _validate.labels_option(labels)
-        sync = str(synchronous).upper()
-        if sync not in _SYNCHRONOUS:
-            raise InputError(f"synchronous={synchronous!r}: pass one of {list(_SYNCHRONOUS)}")
-        if not isinstance(read_only, bool):
-            raise InputError(f"read_only={read_only!r}: pass True or False")
-        if self._path.is_dir():
-            example = self._path / "rationales.sqlite"
-            raise InputError(f"{self._path} is a folder: pass a file path, e.g. {example}")
-        conn, read_only, self._why_read_only = _open.connect(self._path, timeout, read_only)
-        try:
-            if read_only:
-                self._labels = _open.prepare_read_only(conn, self._path, wanted)
-            else:
-                self._labels = _schema.prepare(conn, self._path, wanted, sync, timeout)
-        except sqlite3.OperationalError as error:
-            conn.close()
-            raise _open.write_error(self._path, error, "the new store") or error from None
-        except BaseException:
-            conn.close()
-            raise
-        self._read_only = read_only
-        self._conn: sqlite3.Connection | None = conn
-        self._lock = threading.RLock()
-
-    # -- plumbing --------------------------------------------------------------
-
-    def _connection(self) -> sqlite3.Connection:
-        if self._conn is None:
-            raise InputError(f"the store {self._path} is closed: open it again with Store(path)")
-        return self._conn
-
-    @contextmanager
-    def _transaction(self, mode: str = "IMMEDIATE") -> Iterator[sqlite3.Connection]:
-        """One transaction: IMMEDIATE to write, DEFERRED for a consistent read."""
-        with self._lock:
-            conn = self._connection()
-            if mode == "IMMEDIATE" and self._read_only:
-                raise _open.read_only_error(self._path, self._why_read_only)
-            conn.execute(f"BEGIN {mode}")
-            try:
-                yield conn
-                conn.execute("COMMIT")
-            except sqlite3.OperationalError as error:
-                # A full disk or a mount turned read-only: SQLite has rolled back, so this
-                # write is lost and every earlier one is kept; say so instead of a raw error.
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise _open.write_error(self._path, error, "this change") or error from None
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
-
-    @property
-    def path(self) -> Path:
-        """The store's file."""
-        return self._path
-
-    @property
-    def read_only(self) -> bool:
-        """Whether the store was opened read-only (asked for, or the file is not writable)."""
-        return self._read_only
-
-    @property
-    def labels(self) -> list[str] | None:
-        """The allowed labels (None: any string)."""
-        return None if self._labels is None else list(self._labels)
-
-    def close(self) -> None:
-        """Close the file (every save is already committed). Safe to call twice."""
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
-
-    def __enter__(self) -> Store:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        state = "closed" if self._conn is None else f"labels={self._labels!r}"
-        state += ", read_only=True" if self._read_only else ""
-        return f"Store({str(self._path)!r}, {state})"
 
     # -- items -----------------------------------------------------------------
 
@@ -232,16 +136,35 @@ class Store:
         item_id: str,
         *,
         annotator: str,
-        spans: Any,
+        spans: Any = None,
         label: str | None = None,
         note: str | None = None,
         confidence: float | None = None,
+        char_spans: Any = None,
+        no_evidence: bool = False,
+        guidelines_version: str | None = None,
+        seconds: float | None = None,
+        suggestion_shown: str | None = None,
+        granularity: str | None = None,
     ) -> Annotation:
-        """Save ``annotator``'s rationale for an item, replacing their previous one.
+        """Save ``annotator``'s rationale for an item as a new revision (it becomes current).
 
-        ``spans`` are ``(start, end)`` word indices, end exclusive, not
-        overlapping (``[]``: no word marked). Returns the saved annotation once it
-        is committed; on bad input raises ``InputError`` and writes nothing.
+        The marks, one of: ``spans``, ``(start, end)`` word indices (into
+        ``text.split()``), end exclusive, not overlapping; ``char_spans``,
+        ``(start, end)`` character offsets into the text (for text without
+        spaces, or marks finer than a word: see :mod:`._chars` for how they
+        are checked, merged, and turned into words); or ``spans=[]`` with
+        ``no_evidence=True``: the annotator says nothing in the text is
+        evidence (kept apart from "not yet annotated"). Empty marks without
+        ``no_evidence=True`` are refused, and so are marks with it.
+
+        Recorded with it: ``guidelines_version`` (e.g. a hash of the
+        guidelines shown), ``seconds`` spent on the item, ``suggestion_shown``
+        (the method whose suggestion was shown) and ``granularity``
+        (``"word"``, ``"token"`` or ``"char"``: what the annotator marked;
+        default ``"word"`` for ``spans``, ``"char"`` for ``char_spans``).
+        Returns the saved annotation once it is committed; on bad input raises
+        ``InputError`` and writes nothing.
         """
         ident = _validate.item_id(item_id)
         who = _validate.annotator(annotator)
@@ -249,45 +172,76 @@ class Store:
         chosen = _validate.label(label, self._labels, where)
         text = _validate.note(note, where)
         sure = _validate.confidence(confidence, where)
+        now = datetime.now(timezone.utc)
         with self._transaction() as conn:
-            return save_in(conn, ident, who, spans, chosen, text, sure, datetime.now(timezone.utc))
+            return save_in(
+                conn,
+                ident,
+                who,
+                spans,
+                chosen,
+                text,
+                sure,
+                now,
+                char_spans=char_spans,
+                no_evidence=no_evidence,
+                guidelines_version=guidelines_version,
+                seconds=seconds,
+                suggestion_shown=suggestion_shown,
+                granularity=granularity,
+            )
 
-    def load(self, item_id: str, *, annotator: str) -> Annotation | None:
-        """``annotator``'s current annotation of the item, or None when there is none."""
+    def _read(self, table: str, item_id: str, annotator: str) -> list[Annotation]:
         ident = _validate.item_id(item_id)
         who = _validate.annotator(annotator)
-        with self._lock:
-            conn = self._connection()
-            idx, _ = lookup(conn, ident)
-            row = conn.execute(
-                f"SELECT {COLUMNS}, a.revision FROM annotations a JOIN items i"
-                " ON i.idx = a.item_idx WHERE a.item_idx = ? AND a.annotator = ?",
-                (idx, who),
-            ).fetchone()
-        return None if row is None else annotation_from_row(row)
-
-    def history(self, item_id: str, *, annotator: str) -> list[Annotation]:
-        """Every version ``annotator`` saved for the item, oldest first."""
-        ident = _validate.item_id(item_id)
-        who = _validate.annotator(annotator)
-        with self._lock:
-            conn = self._connection()
+        with self._transaction("DEFERRED") as conn:
             idx, _ = lookup(conn, ident)
             rows = conn.execute(
-                f"SELECT {COLUMNS}, a.revision FROM history a JOIN items i ON i.idx = a.item_idx"
+                f"SELECT {columns(table)} FROM {table} a JOIN items i ON i.idx = a.item_idx"
                 " WHERE a.item_idx = ? AND a.annotator = ? ORDER BY a.revision",
                 (idx, who),
             ).fetchall()
-        return [annotation_from_row(row) for row in rows]
+            return with_sources(conn, [annotation_from_row(row) for row in rows])
+
+    def load(self, item_id: str, *, annotator: str) -> Annotation | None:
+        """``annotator``'s current annotation of the item, or None when there is none."""
+        found = self._read("annotations", item_id, annotator)
+        return found[0] if found else None
+
+    def history(self, item_id: str, *, annotator: str) -> list[Annotation]:
+        """Every version ``annotator`` saved for the item, oldest first (reverts and
+        adjudications included: each is a revision)."""
+        return self._read("history", item_id, annotator)
 
     def rationale(self, item_id: str, *, annotator: str) -> np.ndarray | None:
-        """The annotation as a 0/1 vector over the item's words (None: not annotated)."""
+        """The annotation as a 0/1 vector over the item's words (None: not annotated).
+
+        A word is 1 when a marked span covers it; for character spans, when a
+        span overlaps at least one of its characters (:mod:`._chars`). A
+        no-evidence annotation gives all zeros.
+        """
         found = self.load(item_id, annotator=annotator)
         if found is None:
             return None
         with self._lock:
             _, n_words = lookup(self._connection(), found.item_id)
         return rationale_vector(found.spans, n_words)
+
+    def char_rationale(self, item_id: str, *, annotator: str) -> np.ndarray | None:
+        """The annotation as a 0/1 vector over the item text's characters
+        (``len(text)`` long; None: not annotated). Word spans mark their words'
+        characters and the spaces between words of one span."""
+        found = self.load(item_id, annotator=annotator)
+        if found is None:
+            return None
+        with self._lock:
+            _, _, text = lookup_text(self._connection(), found.item_id)
+        return char_vector(found.char_spans, len(text))
+
+    def char_spans(self, item_id: str, *, annotator: str) -> tuple[tuple[int, int], ...] | None:
+        """The current annotation's ``(start_char, end_char)`` spans (None: not annotated)."""
+        found = self.load(item_id, annotator=annotator)
+        return None if found is None else found.char_spans
 
     def annotators(self) -> list[str]:
         """Names of everyone with at least one saved annotation, sorted."""
@@ -297,33 +251,55 @@ class Store:
             )
             return [name for (name,) in rows]
 
-    def progress(self, annotator: str) -> tuple[int, int]:
-        """``(done, total)``: items ``annotator`` has saved, and items in the store."""
+    def progress(self, annotator: str, *, assigned_only: bool = False) -> Progress:
+        """``(done, total)``: items ``annotator`` has saved, and items in the store
+        (``assigned_only=True``: of the items :meth:`assign` gave them).
+
+        A :class:`Progress`: it unpacks and compares as the pair, and
+        ``.no_evidence`` says how many of the ``done`` were saved as no evidence.
+        """
         who = _validate.annotator(annotator)
+        _validate.flag(assigned_only, "assigned_only")
         with self._transaction("DEFERRED") as conn:
+            if assigned_only:
+                self._check_assigned(conn, who)
+                row = conn.execute(
+                    "SELECT count(a.item_idx), count(*), coalesce(sum(a.no_evidence), 0)"
+                    " FROM assignments s LEFT JOIN annotations a ON a.item_idx = s.item_idx"
+                    " AND a.annotator = s.annotator WHERE s.annotator = ?",
+                    (who,),
+                ).fetchone()
+                return Progress(row[0], row[1], row[2])
             (done,) = conn.execute(
                 "SELECT count(*) FROM annotations WHERE annotator = ?", (who,)
             ).fetchone()
+            (nothing,) = conn.execute(
+                "SELECT count(*) FROM annotations WHERE annotator = ? AND no_evidence = 1", (who,)
+            ).fetchone()
             (total,) = conn.execute("SELECT count(*) FROM items").fetchone()
-        return int(done), int(total)
+        return Progress(done, total, nothing)
 
-    def first_unannotated(self, annotator: str, *, start: int = 0) -> int | None:
+    def first_unannotated(
+        self, annotator: str, *, start: int = 0, assigned_only: bool = False
+    ) -> int | None:
         """Index (in :meth:`items` order) of the first item at or after ``start``
-        that ``annotator`` has not saved, or None when there is none."""
+        that ``annotator`` has not saved, or None when there is none
+        (``assigned_only=True``: the first such item assigned to them)."""
         who = _validate.annotator(annotator)
         if isinstance(start, bool) or not isinstance(start, int) or start < 0:
             raise InputError(f"start={start!r}: pass an item index, an int >= 0")
-        with self._lock:
-            row = (
-                self._connection()
-                .execute(
-                    "SELECT idx FROM items i WHERE idx >= ? AND NOT EXISTS (SELECT 1 FROM"
-                    " annotations a WHERE a.annotator = ? AND a.item_idx = i.idx)"
-                    " ORDER BY idx LIMIT 1",
-                    (start, who),
-                )
-                .fetchone()
-            )
+        _validate.flag(assigned_only, "assigned_only")
+        source = "assignments s JOIN items i ON i.idx = s.item_idx" if assigned_only else "items i"
+        only = " AND s.annotator = ?" if assigned_only else ""
+        with self._transaction("DEFERRED") as conn:
+            if assigned_only:
+                self._check_assigned(conn, who)
+            row = conn.execute(
+                f"SELECT i.idx FROM {source} WHERE i.idx >= ?{only} AND NOT EXISTS (SELECT 1"
+                " FROM annotations a WHERE a.annotator = ? AND a.item_idx = i.idx)"
+                " ORDER BY i.idx LIMIT 1",
+                (start, who, who) if assigned_only else (start, who),
+            ).fetchone()
         return None if row is None else int(row[0])
 
     def to_dataframe(self, annotator: str | None = None, *, vectors: bool = False) -> pd.DataFrame:
@@ -331,45 +307,12 @@ class Store:
 
         Columns: ``item_id``, ``annotator``, ``spans`` (tuple of pairs), ``label``,
         ``note``, ``confidence``, ``saved_at`` (UTC), ``revision``, ``item_label``,
-        ``n_words``; with ``vectors=True`` also ``rationale``, the 0/1 word vector.
+        ``n_words``, ``no_evidence``, ``char_spans``, ``guidelines_version``,
+        ``seconds``, ``suggestion_shown``, ``granularity``; with
+        ``vectors=True`` also ``rationale``, the 0/1 word vector.
         """
-        try:
-            import pandas as pd
-        except ImportError:  # pragma: no cover - pandas is in the evaluate extra
-            raise ImportError(
-                "Store.to_dataframe needs pandas: pip install 'attnwidget[evaluate]'"
-            ) from None
-        where, args = ("", ()) if annotator is None else ("WHERE a.annotator = ?", (annotator,))
         with self._transaction("DEFERRED") as conn:
-            rows = conn.execute(
-                f"SELECT {COLUMNS}, a.revision, i.label, i.n_words FROM annotations a"
-                f" JOIN items i ON i.idx = a.item_idx {where} ORDER BY i.idx, a.annotator",
-                args,
-            ).fetchall()
-        records = []
-        for row in rows:
-            found = annotation_from_row(row[:8])
-            record = {
-                "item_id": found.item_id,
-                "annotator": found.annotator,
-                "spans": found.spans,
-                "label": found.label,
-                "note": found.note,
-                "confidence": found.confidence,
-                "saved_at": found.saved_at,
-                "revision": found.revision,
-                "item_label": row[8],
-                "n_words": int(row[9]),
-            }
-            if vectors:
-                record["rationale"] = rationale_vector(found.spans, int(row[9]))
-            records.append(record)
-        columns = ["item_id", "annotator", "spans", "label", "note", "confidence", "saved_at"]
-        columns += ["revision", "item_label", "n_words"] + (["rationale"] if vectors else [])
-        frame = pd.DataFrame.from_records(records, columns=columns)
-        frame["saved_at"] = pd.to_datetime(frame["saved_at"], utc=True)
-        frame["confidence"] = frame["confidence"].astype("float64")
-        return frame
+            return annotations_frame(conn, annotator, vectors)
 
     # -- ERASER ----------------------------------------------------------------
 

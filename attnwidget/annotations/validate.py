@@ -243,6 +243,53 @@ def confidence(value: Any, where: str) -> float | None:
     return number
 
 
+GRANULARITIES = ("word", "token", "char")
+"""What an annotator marked: whole words, model tokens, or characters."""
+
+
+def optional_name(value: Any, what: str, where: str) -> str | None:
+    """None or a non-empty string (a guidelines version, a method name)."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise InputError(
+            f"{where}: {what}={value!r}; pass a non-empty string (e.g. a version or a hash) or None"
+        )
+    return encodable(value, what, where)
+
+
+def seconds(value: Any, where: str) -> float | None:
+    """None or a finite number of seconds >= 0 (time spent on an item)."""
+    if value is None:
+        return None
+    try:
+        if isinstance(value, (bool, str, bytes)):
+            raise TypeError
+        number = float(value)
+    except (TypeError, ValueError):
+        raise InputError(
+            f"{where}: seconds={value!r} is not a number; pass the time spent in seconds "
+            "(e.g. 12.5) or None"
+        ) from None
+    if not 0.0 <= number < math.inf:  # also refuses NaN
+        raise InputError(f"{where}: seconds={number!r}; pass a finite number >= 0 or None")
+    return number
+
+
+def granularity(value: Any, where: str) -> str | None:
+    """None (the default for the marks given) or one of :data:`GRANULARITIES`."""
+    if value is None or value in GRANULARITIES:
+        return value
+    raise InputError(f"{where}: granularity={value!r}; pass one of {list(GRANULARITIES)}")
+
+
+def flag(value: Any, name: str) -> bool:
+    """A True/False option (``name`` for the message)."""
+    if not isinstance(value, bool):
+        raise InputError(f"{name}={value!r}: pass True or False")
+    return value
+
+
 def labels_option(value: Any) -> list[str] | None:
     """The ``labels=`` option of :class:`Store`: None or distinct non-empty strings."""
     if value is None:

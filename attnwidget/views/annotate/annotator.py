@@ -100,7 +100,9 @@ class Annotator(AnnotatorTraits):
     model is given. A note and a confidence slider are optional. Enter saves
     and shows the next item; Skip and the arrow keys move without saving
     (unsaved marks are kept for the session and come back with the item);
-    "First unannotated" jumps to the first item not saved yet.
+    "First unannotated" jumps to the first item not saved yet. Saving with no
+    word marked records that the item holds no evidence (the store's
+    ``no_evidence=True``), which is not the same as leaving it unannotated.
 
     Keys (with the widget focused): ←/→ previous/next item; Shift+←/→ move the
     word cursor; Space marks/unmarks the word under the cursor; 1-9 pick a
@@ -348,13 +350,17 @@ class Annotator(AnnotatorTraits):
                 f"label {label!r} is not one of this annotator's labels {list(self.labels)}; "
                 "pick one of them (or '' for none)"
             )
+        marked = list(spans) if isinstance(spans, (list, tuple)) else spans
         saved = self._store.save(
             item.id,
             annotator=self.annotator,
-            spans=spans,
+            spans=marked,
             label=label or None,
             note=note or None,
             confidence=confidence,
+            # Saving with no word marked is how this page says "no evidence" (the store
+            # keeps that apart from "not yet annotated", and refuses empty spans without it).
+            no_evidence=isinstance(marked, list) and not marked,
         )
         self._order.mark_done(k)
         self._drafts.pop(k, None)
