@@ -15,10 +15,12 @@ import pytest
 from attnwidget.annotations import Store
 from attnwidget.annotations.formats import (
     export_doccano,
+    export_eraser_all,
     export_label_studio,
     export_prodigy,
     from_dataset,
     import_doccano,
+    import_eraser_all,
     import_label_studio,
     import_prodigy,
     to_dataset,
@@ -415,3 +417,28 @@ def test_dataset_round_trip(tmp_path: Path) -> None:
     assert from_dataset(back, words_only).unchanged == 3
     with pytest.raises(InputError, match=r"row 0: no 'annotator' key"):
         from_dataset(back, [{"item_id": "a", "text": "x"}])
+
+
+def test_eraser_all_annotators_and_gold(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.sqlite", labels=["pos", "neg"])
+    store.add_items([{"id": "d1", "text": "a great film", "label": "pos"}])
+    store.add_items([{"id": "d2", "text": "dull and long", "label": "neg"}])
+    for who, spans in (("ana", [(1, 2)]), ("ben", [(1, 3)]), ("gold", [(1, 2)])):
+        store.save("d1", annotator=who, spans=spans, label="pos")
+    store.save("d2", annotator="ben", spans=[(0, 1)], label="neg")
+    files = export_eraser_all(store, tmp_path / "eraser")
+    assert {name: path.name for name, path in files.items()} == {
+        "gold": "test.jsonl",
+        "ana": "test.ana.jsonl",
+        "ben": "test.ben.jsonl",
+    }
+    gold = [json.loads(line) for line in files["gold"].read_text().splitlines()]
+    assert [(g["annotation_id"], g["evidences"][0][0]["text"]) for g in gold] == [("d1", "great")]
+    ben = [json.loads(line) for line in files["ben"].read_text().splitlines()]
+    assert [b["annotation_id"] for b in ben] == ["d1", "d2"]
+    back = Store(tmp_path / "back.sqlite", labels=["pos", "neg"])
+    assert import_eraser_all(back, tmp_path / "eraser") == {"gold": 1, "ana": 1, "ben": 2}
+    assert rows(back) == rows(store)
+    store.save("d2", annotator="c.d", spans=[(0, 1)], label="neg")
+    with pytest.raises(InputError, match=r"\['c.d'\] cannot be part of an ERASER file name"):
+        export_eraser_all(store, tmp_path / "other")
