@@ -51,6 +51,7 @@ def compare(
     include_special: bool = False,
     replacement_id: int | None = None,
     truncation: bool = False,
+    ignore_keys: Any = None,
 ) -> Comparison:
     """Explain one input with several methods and compare them.
 
@@ -79,7 +80,10 @@ def compare(
         metrics: faithfulness and plausibility metrics by name
             (:func:`attnwidget.evaluation.available_metrics`); default: every
             faithfulness metric, and every plausibility metric with a rationale.
-        method_options, text_pair, target, truncation: as in :func:`attnwidget.explain`.
+        method_options, text_pair, target, truncation, ignore_keys: as in
+            :func:`attnwidget.explain` (``ignore_keys`` leaves attention sinks out
+            of the attention-derived methods' rows; an explanation passed in
+            keeps its own, ``exp.ignored_keys``).
         rationale_k: tokens kept by a method's discrete rationale for token F1
             and IOU-F1 (default: the rationale's own length, as ferret does).
         include_special: compare special tokens too (CLS, SEP, BOS…; the
@@ -96,6 +100,11 @@ def compare(
         if text is not None and exp.kind == "image":
             raise InputError("compare(exp) takes no image: the explanation holds it.")
         names = _check_methods(methods, exp)
+        if ignore_keys is not None:
+            raise InputError(
+                "ignore_keys is read when compare explains; this explanation already left "
+                f"out keys {exp.ignored_keys} (explain again with ignore_keys=... to change them)."
+            )
     else:
         if model is not None:
             raise InputError(
@@ -129,6 +138,7 @@ def compare(
             methods=names,
             method_options=method_options,
             truncation=truncation,
+            ignore_keys=ignore_keys,
         )
         assert isinstance(exp, Explanation)
     compared = _compared(exp, tokenizer, include_special)
