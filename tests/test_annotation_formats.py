@@ -442,3 +442,18 @@ def test_eraser_all_annotators_and_gold(tmp_path: Path) -> None:
     store.save("d2", annotator="c.d", spans=[(0, 1)], label="neg")
     with pytest.raises(InputError, match=r"\['c.d'\] cannot be part of an ERASER file name"):
         export_eraser_all(store, tmp_path / "other")
+
+
+def test_store_methods_are_the_functions(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "ana.jsonl", DOCCANO_ANA)
+    store = Store(tmp_path / "s.sqlite")
+    assert store.import_doccano(path).saved == 2
+    write_jsonl(tmp_path / "ben.jsonl", DOCCANO_BEN)
+    store.import_doccano(tmp_path / "ben.jsonl")
+    back = Store(tmp_path / "back.sqlite")
+    back.import_label_studio(store.export_label_studio(tmp_path / "ls.json"))
+    back.import_prodigy(store.export_prodigy(tmp_path / "p.jsonl"), on_conflict="keep")
+    back.import_doccano(store.export_doccano(tmp_path / "d"), on_conflict="keep")
+    assert rows(back) == rows(store)
+    assert store.to_dataset().num_rows == 4
+    assert store.agreement(n_resamples=10).overall.loc["ana vs ben", "n_items"] == 2

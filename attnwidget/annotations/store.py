@@ -338,3 +338,55 @@ class Store(RevisionsMixin, AssignMixin, AdjudicateMixin):
         return import_eraser(
             self, directory, annotator=annotator, splits=splits, query_as_pair=query_as_pair
         )
+
+    # -- other tools' formats and agreement (attnwidget.annotations.formats, .annotator_agreement)
+    # Thin wrappers: each returns what the function it names returns (an ImportReport
+    # for imports, the path for exports, a datasets.Dataset, an Agreement).
+
+    def import_label_studio(self, path: str | Path, **options: Any) -> Any:
+        """Read a Label Studio JSON export; see :func:`.formats.import_label_studio`."""
+        from attnwidget.annotations import formats
+
+        return formats.import_label_studio(self, path, **options)
+
+    def export_label_studio(self, path: str | Path, **options: Any) -> Path:
+        """Write a Label Studio JSON export; see :func:`.formats.export_label_studio`."""
+        from attnwidget.annotations import formats
+
+        return formats.export_label_studio(self, path, **options)
+
+    def import_doccano(self, path: str | Path, **options: Any) -> Any:
+        """Read doccano JSONL (a file or a folder); see :func:`.formats.import_doccano`."""
+        from attnwidget.annotations import formats
+
+        return formats.import_doccano(self, path, **options)
+
+    def export_doccano(self, path: str | Path, **options: Any) -> Path:
+        """Write doccano JSONL; see :func:`.formats.export_doccano`."""
+        from attnwidget.annotations import formats
+
+        return formats.export_doccano(self, path, **options)
+
+    def import_prodigy(self, path: str | Path, **options: Any) -> Any:
+        """Read Prodigy JSONL; see :func:`.formats.import_prodigy`."""
+        from attnwidget.annotations import formats
+
+        return formats.import_prodigy(self, path, **options)
+
+    def export_prodigy(self, path: str | Path, **options: Any) -> Path:
+        """Write Prodigy JSONL; see :func:`.formats.export_prodigy`."""
+        from attnwidget.annotations import formats
+
+        return formats.export_prodigy(self, path, **options)
+
+    def to_dataset(self, **options: Any) -> Any:
+        """A ``datasets.Dataset`` (a row per item and annotator); see :func:`.formats.to_dataset`."""
+        from attnwidget.annotations import formats
+
+        return formats.to_dataset(self, **options)
+
+    def agreement(self, **options: Any) -> Any:
+        """The annotators' agreement; see :func:`attnwidget.annotations.agreement`."""
+        from attnwidget.annotations.annotator_agreement import agreement
+
+        return agreement(self, **options)
