@@ -380,7 +380,7 @@ class Store(RevisionsMixin, AssignMixin, AdjudicateMixin):
         return formats.export_prodigy(self, path, **options)
 
     def to_dataset(self, **options: Any) -> Any:
-        """A ``datasets.Dataset`` (a row per item and annotator); see :func:`.formats.to_dataset`."""
+        """A ``datasets.Dataset``, a row per annotation; see :func:`.formats.to_dataset`."""
         from attnwidget.annotations import formats
 
         return formats.to_dataset(self, **options)
