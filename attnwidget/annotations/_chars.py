@@ -15,10 +15,10 @@ into ``text.split()``). The two are tied by these rules:
   span; two character spans inside one word give that word once.
 
 Character spans given directly (``save(..., char_spans=...)``) are checked
-here: integers, ``0 <= start < end <= len(text)``; whitespace at either end
-of a span is dropped (it marks nothing), a span of whitespace only is
-refused, and overlapping or touching spans are merged (a set of marked
-characters has one such form).
+here: integers, ``0 <= start < end <= len(text)``, a span of whitespace
+only is refused; overlapping or touching spans are merged (a set of marked
+characters has one such form), then whitespace at either end of each merged
+span is dropped (it marks nothing).
 """
 
 from __future__ import annotations
@@ -121,10 +121,14 @@ def check_char_spans(value: Any, text: str, where: str) -> tuple[Span, ...]:
                 f"{where}: char span {number} ({start}, {end}) holds only whitespace "
                 f"({piece!r}); mark at least one visible character"
             )
-        start += len(piece) - len(piece.lstrip())
-        end -= len(piece) - len(piece.rstrip())
         out.append((start, end))
-    return merge(out)
+    trimmed = []
+    for start, end in merge(out):  # the marked characters first, then their ends trimmed
+        piece = text[start:end]
+        trimmed.append(
+            (start + len(piece) - len(piece.lstrip()), end - len(piece) + len(piece.rstrip()))
+        )
+    return tuple(trimmed)
 
 
 def char_vector(spans: Iterable[Span], n_chars: int) -> np.ndarray:
