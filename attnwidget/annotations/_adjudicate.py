@@ -179,8 +179,11 @@ class AdjudicateMixin(StoreBase):
                     (idx, who, wanted),
                 ).fetchone()
             if row is None:
-                which = "an annotation" if wanted is None else f"a revision {wanted}"
-                raise InputError(f"item {ident!r} has no {which} by {who!r}")
+                which = "annotation" if wanted is None else f"revision {wanted}"
+                raise InputError(
+                    f"item {ident!r} has no {which} by {who!r} (store.history({ident!r}, "
+                    f"annotator={who!r}) lists the versions there are)"
+                )
             made = conn.execute(
                 "SELECT rule, reason FROM adjudications WHERE history_id = ?", (row[0],)
             ).fetchone()
