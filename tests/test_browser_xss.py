@@ -39,7 +39,7 @@ HOSTILE = [
     "&lt;b&gt;",  # an entity stays these characters, it is not decoded to "<b>"
 ]
 TOKENS = ["[CLS]", *HOSTILE, "ok", "[SEP]"]
-KINDS = ["saliency", "head", "model", "flow", "neuron"]
+KINDS = ["saliency", "head", "model", "flow", "neuron", "compare"]
 MODES = ["live", "export", "export-no-csp"]
 
 
@@ -70,6 +70,11 @@ def make_view(kind: str) -> Any:
 
         model, _tokenizer = build("bert-cls")
         return views.NeuronView(model, _HostileTokenizer(), "hostile", selected_token=1)
+    if kind == "compare":  # with a pair selected: the scatter labels its points with the tokens
+        from compare_fixtures import fixed_comparison
+
+        comparison = fixed_comparison(tokens=TOKENS)
+        return views.CompareView(comparison, selected_pair=comparison.methods[:2])
     exp = explanation()
     if kind == "saliency":
         return views.SaliencyView(exp)
@@ -98,11 +103,12 @@ MARK = """token => {
   return Boolean(leaf);
 }"""
 
-#: Markup that could only have come from a token (views draw none of these).
+#: Markup that could only have come from a token (views draw none of these, but
+#: for the charts they mark as theirs: CompareView's scatter, data-attnw-chart).
 INJECTED = """() => ({
   xss: window.__xss ?? null,
-  elements: document.querySelectorAll(
-    '.attnw-frame img, .attnw-frame script, .attnw-frame svg, .attnw-frame iframe').length,
+  elements: document.querySelectorAll('.attnw-frame img, .attnw-frame script, ' +
+    '.attnw-frame svg:not([data-attnw-chart]), .attnw-frame iframe').length,
   handlers: [...document.querySelectorAll('*')].filter(e =>
     [...e.attributes].some(a => /^on/i.test(a.name))).length,
 })"""
