@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from compare_fixtures import fixed_comparison
 from evaluation_fixtures import synthetic_result
 from image_fixtures import made_explanation
 from offline_browser import open_offline
@@ -33,6 +34,7 @@ from attnwidget.views import (
     Annotator,
     AttentionCalculator,
     AttentionMatrixView,
+    CompareView,
     EvaluationView,
     FlowView,
     GenerationView,
@@ -121,6 +123,7 @@ def every_view(tmp_path: Path) -> list[Any]:
         AlignmentView(translation()),
         Annotator(texts, store=tmp_path / "a.sqlite", annotator="ana", labels=["pos", "neg"]),
         EvaluationView(result),
+        CompareView(fixed_comparison(), selected_pair=["raw", "rollout"]),
         AttentionCalculator(),
     ]
 

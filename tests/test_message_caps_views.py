@@ -208,6 +208,33 @@ def test_saliency_view_at_4096_tokens(notebook) -> None:
     print(f"SaliencyView n={n}: largest message {size:,} B")
 
 
+def test_compare_view_at_4096_tokens(notebook) -> None:
+    from types import SimpleNamespace
+
+    n = 4096  # as the SaliencyView: compare(exp, ...) of a long explanation
+    rng = np.random.default_rng(1)
+    methods = ["raw", "rollout", "grad_attention", "input_x_gradient", "lrp"]
+    scores = {name: rng.random(n).astype(np.float32) for name in methods}
+    rows = rng.random((2, 2, n), dtype=np.float32)
+    rows /= rows.sum(-1, keepdims=True)
+    exp = Explanation(
+        tokens=tokens(n), attentions=None, scores=scores, keep="rows", attention_rows=rows
+    )
+    exp.input_ids = np.array([101, *range(1000, 1000 + n - 2), 102])
+    stub = SimpleNamespace(all_special_ids=[101, 102])
+    rationale = (np.arange(n) % 7 == 0).astype(int)
+    comparison = attnwidget.compare(
+        exp, tokenizer=stub, rationale=rationale, rationale_unit="tokens", replacement_id=0
+    )
+    view = attnwidget.CompareView(comparison, selected_pair=methods[:2])
+    view.send_state()
+    view.selected_token = n - 2
+    view.agreement_metric = "top20%"
+    size = largest(notebook)
+    assert any(kind == "comm_open" for kind, _, _ in notebook)
+    print(f"CompareView n={n}, {len(methods)} methods: largest message {size:,} B")
+
+
 def test_model_view_at_1024_tokens_pages_its_attention(notebook) -> None:
     n = 1024  # ModelView's longest before it shows an AttentionMatrixView
     exp = Explanation.from_attentions(softmax_attention(2, 2, n), tokens(n))
