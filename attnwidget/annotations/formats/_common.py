@@ -90,28 +90,32 @@ def keeps_chars(store: Store) -> bool:
 
 
 def normalise_chars(text: str, spans: Iterable[Span], where: str) -> tuple[Span, ...]:
-    """Checked character spans with whitespace at their ends dropped, spans of
-    whitespace only dropped, and overlapping or touching spans merged (sorted)."""
-    out: list[Span] = []
+    """Checked character spans as the store keeps them: overlapping or touching
+    spans merged (sorted), then whitespace at their ends dropped, and spans of
+    whitespace only dropped."""
+    checked: list[Span] = []
     for start, end in spans:
         if not 0 <= start < end <= len(text):
             raise InputError(
                 f"{where}: character span ({start}, {end}) is outside the text's "
                 f"{len(text)} characters (0 <= start < end <= {len(text)}, end exclusive)"
             )
+        checked.append((start, end))
+    merged: list[Span] = []
+    for start, end in sorted(checked):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    out: list[Span] = []
+    for start, end in merged:
         while start < end and text[start].isspace():
             start += 1
         while end > start and text[end - 1].isspace():
             end -= 1
         if start < end:
             out.append((start, end))
-    merged: list[Span] = []
-    for start, end in sorted(out):
-        if merged and start <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
-        else:
-            merged.append((start, end))
-    return tuple(merged)
+    return tuple(out)
 
 
 def char_spans_to_words(
