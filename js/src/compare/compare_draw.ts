@@ -20,8 +20,8 @@ import {
   directionText,
   figureColumn,
   rankDomain,
+  methodRanks,
   scatterPoints,
-  tokenRank,
   toPixel,
   type Axes,
   type CompareData,
@@ -96,11 +96,12 @@ export function tokenGrid(data: CompareData, ranges: ScoreRange[], spread: Score
   const rows = [...methods, SPREAD_ROW];
   const lines = grid({ tokens, raw: data.raw, methods: rows, matrix, ranges: [...ranges, spread], offset: 0, query: data.query, cells, columns, pair: false });
   const count = comparedCount(data);
+  const ranks = methods.map((_, i) => methodRanks(data, i));
   for (let j = 0; j < n; j++) {
     const name = tokenName(tokens[j] ?? "", data.raw[j]);
     for (let i = 0; i < m; i++) {
       const cell = cells[j]![i]!;
-      const rank = tokenRank(data, i, j);
+      const rank = ranks[i]![j]!;
       cell.title += Number.isFinite(rank) ? ` · rank ${formatNumber(rank)} of ${count}` : " · not compared";
     }
     const cell = cells[j]![m]!;
@@ -214,6 +215,19 @@ function figurePanel(data: CompareData, k: number): HTMLElement {
   ]);
 }
 
+/**
+ * Label a scatter point with its token (beside its circle) unless it has a
+ * label; `extra`: a label only while the point is selected (a long input's
+ * scatter labels only the notable points).
+ */
+export function addLabel(group: SVGGElement, token: string, extra = false): void {
+  if (group.querySelector("text")) return;
+  const circle = group.querySelector("circle");
+  const [cx, cy] = [Number(circle?.getAttribute("cx") ?? 0), Number(circle?.getAttribute("cy") ?? 0)];
+  const label = svg("text", { class: `attnw-compare-label${extra ? " attnw-compare-extra" : ""}`, x: cx + 6, y: cy - 5 }, displayToken(token));
+  group.appendChild(label);
+}
+
 /** The selected pair's scatter: method a across, method b up, one labelled point per compared token. */
 export function scatter(data: CompareData, a: number, b: number, k: number, selected: number, disputed: readonly number[], axes: Axes): HTMLElement {
   const [width, height] = [380, 300];
@@ -260,20 +274,20 @@ export function scatter(data: CompareData, a: number, b: number, k: number, sele
   const yLabel = svg("text", { class: "attnw-compare-axis", x: 12, y: margin.top + plotH / 2, "text-anchor": "middle", transform: `rotate(-90 12 ${margin.top + plotH / 2})` }, `${nameB} ${what} →`);
   plot.appendChild(yLabel);
   const labelAll = points.length <= LABEL_ALL;
+  const [ranksA, ranksB] = [methodRanks(data, a), methodRanks(data, b)];
   // The selected point last, so it is drawn on top.
   const order = [...points].sort((p, q) => Number(p.index === selected) - Number(q.index === selected));
   for (const p of order) {
     const token = data.tokens[p.index] ?? "";
     const chosen = p.index === selected;
     const [sa, sb] = [data.scores.row(a)[p.index] as number, data.scores.row(b)[p.index] as number];
-    const rank = (i: number): string => `rank ${formatNumber(tokenRank(data, i, p.index))}`;
-    const text = `#${p.index} ${tokenName(token, data.raw[p.index])} · ${nameA} ${formatNumber(sa)} (${rank(a)}) · ${nameB} ${formatNumber(sb)} (${rank(b)})`;
+    const [ra, rb] = [formatNumber(ranksA[p.index]!), formatNumber(ranksB[p.index]!)];
+    const text = `#${p.index} ${tokenName(token, data.raw[p.index])} · ${nameA} ${formatNumber(sa)} (rank ${ra}) · ${nameB} ${formatNumber(sb)} (rank ${rb})`;
     const group = svg("g", { class: `attnw-compare-point${chosen ? " attnw-selected" : ""}${disputed.includes(p.index) ? " attnw-compare-disputed" : ""}`, "data-index": p.index, "data-status": text });
     group.appendChild(svg("title", {}, text));
     group.appendChild(svg("circle", { cx: x(p.x), cy: y(p.y), r: chosen ? 6 : 4 }));
-    if (labelAll || chosen || disputed.includes(p.index)) {
-      group.appendChild(svg("text", { class: "attnw-compare-label", x: x(p.x) + 6, y: y(p.y) - 5 }, displayToken(token)));
-    }
+    const notable = labelAll || disputed.includes(p.index);
+    if (notable || chosen) addLabel(group, token, !notable);
     plot.appendChild(group);
   }
   const metric = data.metrics[k] ?? "";

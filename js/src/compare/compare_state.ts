@@ -160,6 +160,26 @@ export function tokenRank(data: CompareData, i: number, j: number): number {
   return above + (ties + 1) / 2;
 }
 
+/**
+ * Every token's rank in method i at once (as tokenRank; NaN for tokens not
+ * compared): one sort, for the rows and the scatter of long inputs.
+ */
+export function methodRanks(data: CompareData, i: number): Float64Array {
+  const row = data.scores.row(i);
+  const out = new Float64Array(row.length).fill(Number.NaN);
+  const kept: number[] = [];
+  for (let j = 0; j < row.length; j++) if (data.compared[j]) kept.push(j);
+  kept.sort((x, y) => (row[y] as number) - (row[x] as number));
+  for (let start = 0; start < kept.length; ) {
+    let end = start + 1;
+    while (end < kept.length && row[kept[end]!] === row[kept[start]!]) end++;
+    const rank = (start + 1 + end) / 2; // ties share their mean rank
+    for (let t = start; t < end; t++) out[kept[t]!] = rank;
+    start = end;
+  }
+  return out;
+}
+
 /** How many tokens are compared. */
 export function comparedCount(data: CompareData): number {
   return data.compared.filter(Boolean).length;
@@ -190,12 +210,13 @@ export function scatterPoints(data: CompareData, a: number, b: number, axes: Axe
   const rowA = data.scores.row(a);
   const rowB = data.scores.row(b);
   const count = comparedCount(data);
+  const [ranksA, ranksB] = axes === "ranks" ? [methodRanks(data, a), methodRanks(data, b)] : [null, null];
   const out: Point[] = [];
   for (let j = 0; j < data.tokens.length; j++) {
     const x = rowA[j] as number;
     const y = rowB[j] as number;
     if (!(data.compared[j] && Number.isFinite(x) && Number.isFinite(y))) continue;
-    if (axes === "ranks") out.push({ index: j, x: count + 1 - tokenRank(data, a, j), y: count + 1 - tokenRank(data, b, j) });
+    if (ranksA && ranksB) out.push({ index: j, x: count + 1 - ranksA[j]!, y: count + 1 - ranksB[j]! });
     else out.push({ index: j, x, y });
   }
   return out;

@@ -26,7 +26,7 @@ import { clear, h, microtaskScheduler, reveal, styleElement } from "../core/dom"
 import { formatNumber } from "../core/format";
 import { Listeners } from "../core/listeners";
 import { placeLineLabels } from "../saliency/saliency_grid";
-import { figurePanels, heatMap, scatter, tokenGrid, tokenLegends, type TokenGrid } from "./compare_draw";
+import { addLabel, figurePanels, heatMap, scatter, tokenGrid, tokenLegends, type TokenGrid } from "./compare_draw";
 import { decodeCompare, disagreementRange, disputed, metricIndex, pairIndices, rowRanges, tokenRank, type Axes, type CompareData } from "./compare_state";
 import type { CompareTraits } from "./compare_types";
 import styles from "./compare.css";
@@ -119,14 +119,17 @@ export function renderCompareView({ model, el }: { model: Model; el: HTMLElement
       cell.setAttribute("aria-selected", "true");
     }
     if (scroll && drawnGrid) reveal(drawnGrid.columns[selected]);
-    for (const point of Array.from(scatterBox.querySelectorAll<SVGGElement>(".attnw-compare-point"))) {
-      const on = Number(point.dataset.index) === selected;
-      point.classList.toggle("attnw-selected", on);
-      point.querySelector("circle")?.setAttribute("r", on ? "6" : "4");
-      if (on) point.parentNode?.appendChild(point); // on top
+    for (const point of Array.from(scatterBox.querySelectorAll<SVGGElement>(".attnw-compare-point.attnw-selected"))) {
+      point.classList.remove("attnw-selected");
+      point.querySelector("circle")?.setAttribute("r", "4");
+      point.querySelector(".attnw-compare-extra")?.remove();
     }
-    if (scatterBox.querySelector(".attnw-compare-point.attnw-selected") && !scatterBox.querySelector(".attnw-compare-point.attnw-selected text")) {
-      drawPairs(); // an unlabelled point is selected: draw it labelled
+    const point = scatterBox.querySelector<SVGGElement>(`.attnw-compare-point[data-index="${selected}"]`);
+    if (point && data) {
+      point.classList.add("attnw-selected");
+      point.querySelector("circle")?.setAttribute("r", "6");
+      addLabel(point, data.tokens[selected] ?? "", true); // a long input's point may have none
+      point.parentNode?.appendChild(point); // on top
     }
     status.textContent = selectedText();
   };

@@ -11,7 +11,7 @@ import { describe, test } from "node:test";
 import { VIRIDIS } from "../../src/core/colors";
 import {
   agreementAt, agreementScale, axisDomain, barDomain, best, comparedCount, decodeCompare, directionText, disagreementRange,
-  disputed, figureColumn, metricIndex, pairIndices, rankDomain, rowRanges, scatterPoints, tokenRank, toPixel, type CompareInput,
+  disputed, figureColumn, methodRanks, metricIndex, pairIndices, rankDomain, rowRanges, scatterPoints, tokenRank, toPixel, type CompareInput,
 } from "../../src/compare/compare_state";
 import fixture from "../fixtures/compare.json";
 
@@ -59,6 +59,12 @@ describe("decodeCompare reads Python's CompareView", () => {
       data.methods.forEach((_, i) => near(tokenRank(data, i, j), want.ranks[i]![t]!, `rank of ${j} in ${i}`));
     });
     assert.ok(Number.isNaN(tokenRank(data, 0, 0)));
+    data.methods.forEach((_, i) => {
+      const all = methodRanks(data, i); // the same ranks in one sort
+      data.tokens.forEach((__, j) => assert.ok(Object.is(all[j], tokenRank(data, i, j)) || all[j] === tokenRank(data, i, j), `${i}, ${j}`));
+    });
+    const ties = decodeCompare({ ...traits(), scores: new DataView(new Float32Array([0, 1, 1, 2, 2, 2, 0, 9, ...new Array(16).fill(0)]).buffer) });
+    assert.deepEqual(Array.from(methodRanks(ties, 0)).slice(1, 7), [4.5, 4.5, 2, 2, 2, 6]);
     assert.deepEqual(disputed(data, 3), want.disputed);
   });
 
