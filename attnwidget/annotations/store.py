@@ -19,7 +19,10 @@ once. WAL needs a local file system: not a network share.
 
 History. ``annotations`` holds the current row of each (item, annotator);
 each save bumps its ``revision`` and appends a copy to ``history``, so
-:meth:`Store.history` lists every version an annotator saved.
+:meth:`Store.history` lists every version an annotator saved. Nothing is
+ever deleted: an undo (:meth:`Store.revert`) and an adjudication
+(:meth:`Store.adjudicate`, :mod:`._adjudicate`) are revisions too; item
+assignment is in :mod:`._assign`, character spans in :mod:`._chars`.
 
 Speed, for the Annotator widget (save + load + progress on every item
 change). All three use indexes: items by id, annotations by (item, annotator)
