@@ -69,7 +69,7 @@ METRIC_ORDER: tuple[str, ...] = ("spearman", "kendall", "top1", "top3", "top5", 
 
 
 class CompareView(_AttnWidget):
-    """Every method of a :class:`~attnwidget.Comparison` on one input, side by side.
+    """Every method compared on one input (what ``attnwidget.compare`` returns), side by side.
 
     Shows, in one view: each method's token scores as a row over the same
     tokens (wrapped as in :class:`SaliencyView`, each row on its own colour
@@ -147,11 +147,10 @@ class CompareView(_AttnWidget):
         super().__init__(**kwargs)
         self._comparison: Any = None
         self.set_comparison(comparison)
-        with self.hold_trait_notifications():
-            if agreement_metric is not None:
-                self.agreement_metric = agreement_metric
-            self.selected_pair = list(selected_pair or [])
-            self.selected_token = selected_token
+        if agreement_metric is not None:
+            self.agreement_metric = agreement_metric
+        self.selected_pair = list(selected_pair or [])
+        self.selected_token = selected_token
 
     @property
     def comparison(self) -> Comparison:
@@ -232,7 +231,7 @@ class CompareView(_AttnWidget):
         j = self.selected_token
         if j < 0:
             return None
-        scores = self._comparison.scores
+        scores = self._comparison.explanation.scores
         value = float(np.asarray(self._comparison.disagreement, dtype=np.float64)[j])
         return {
             "index": j,
