@@ -411,6 +411,10 @@ def test_explain_generation_and_images_take_the_option(models) -> None:
     expected = raw_by_hand(att, exp.query_index)
     expected[[0, 1]] = 0.0  # special tokens are not explained (their scores are 0)
     np.testing.assert_allclose(exp.scores["raw"], expected, rtol=1e-5, atol=1e-8)
+    # ImageView's attention maps are the renormalised rows too (query row, then patches).
+    maps = attnwidget.ImageView(exp)._maps
+    drawn = maps.layer("attention", 1)[:, 0]  # (heads, patches): the query's row
+    np.testing.assert_allclose(drawn, att[1][:, exp.query_index][:, maps.columns], rtol=1e-5)
 
 
 def test_the_explorer_passes_the_option_to_every_explanation(models) -> None:
