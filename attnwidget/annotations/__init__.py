@@ -9,7 +9,11 @@ also kept as character spans into the text (``char_spans``). Undo is a new
 revision (:meth:`Store.revert`), "no evidence" is said explicitly
 (``no_evidence=True``), items can be assigned to annotators
 (:meth:`Store.assign`, :meth:`Store.queue`) and several annotations
-adjudicated into a gold one (:meth:`Store.adjudicate`).
+adjudicated into a gold one (:meth:`Store.adjudicate`). The same file keeps
+people's judgements of explanations: notes on attention heads and flow edges
+(:meth:`Store.head_notes`) and the answers of
+:class:`~attnwidget.ExplanationRating` sessions (:meth:`Store.ratings`,
+:func:`rating_summary`).
 
 >>> from attnwidget.annotations import Store  # doctest: +SKIP
 >>> store = Store("rationales.sqlite", labels=["pos", "neg"])  # doctest: +SKIP
@@ -24,6 +28,9 @@ from attnwidget.annotations._rows import Annotation, Progress, rationale_vector
 from attnwidget.annotations._schema import APPLICATION, SCHEMA_VERSION
 from attnwidget.annotations.annotator_agreement import Agreement, agreement
 from attnwidget.annotations.eraser import export_eraser, import_eraser
+from attnwidget.annotations.judgements import ROLE_SUGGESTIONS, input_hash, plan_trials
+from attnwidget.annotations.rating_summary import RatingSummary, rating_summary
+from attnwidget.annotations.review import review
 from attnwidget.annotations.store import Store
 from attnwidget.annotations.validate import Item
 from attnwidget.errors import InputError
@@ -37,9 +44,15 @@ __all__ = [
     "InputError",
     "Item",
     "Progress",
+    "ROLE_SUGGESTIONS",
+    "RatingSummary",
     "Store",
     "agreement",
     "export_eraser",
     "import_eraser",
+    "input_hash",
+    "plan_trials",
+    "rating_summary",
     "rationale_vector",
+    "review",
 ]
