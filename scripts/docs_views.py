@@ -80,6 +80,12 @@ VIEWS = [
         "attnwidget.EvaluationView(result)",
     ),
     ViewPage(
+        "CompareView",
+        "comparison = attnwidget.compare(model, tokenizer, \"the keys to the old cabinet\",\n"
+        "                                rationale=[(1, 2)])  # the word 'keys'\n"
+        'attnwidget.CompareView(comparison, selected_pair=["rollout", "input_x_gradient"])',
+    ),
+    ViewPage(
         "Explorer",
         'attnwidget.Explorer(model, tokenizer, "the keys to the old cabinet")',
         iframe=True,
