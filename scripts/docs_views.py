@@ -81,7 +81,7 @@ VIEWS = [
     ),
     ViewPage(
         "CompareView",
-        "comparison = attnwidget.compare(model, tokenizer, \"the keys to the old cabinet\",\n"
+        'comparison = attnwidget.compare(model, tokenizer, "the keys to the old cabinet",\n'
         "                                rationale=[(1, 2)])  # the word 'keys'\n"
         'attnwidget.CompareView(comparison, selected_pair=["rollout", "input_x_gradient"])',
     ),
