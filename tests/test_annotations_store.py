@@ -58,7 +58,7 @@ def test_new_store_is_wal_versioned_and_named(tmp_path: Path) -> None:
     assert fresh(path, "PRAGMA application_id") == [(APPLICATION_ID,)]
     meta = dict(fresh(path, "SELECT key, value FROM meta"))
     assert meta["application"] == APPLICATION and json.loads(meta["labels"]) is None
-    assert SCHEMA_VERSION == 3
+    assert SCHEMA_VERSION == 4
 
 
 def test_items_are_stored_with_their_words_and_order(store: Store) -> None:

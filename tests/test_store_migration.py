@@ -121,7 +121,7 @@ def dump(path: Path) -> dict[str, list[tuple[Any, ...]]]:
 def test_a_v2_store_is_migrated_with_every_annotation_kept(tmp_path: Path) -> None:
     path = tmp_path / "v2.sqlite"
     write_v2(path)
-    assert SCHEMA_VERSION == 3
+    assert SCHEMA_VERSION >= 3  # later versions add tables only
     with Store(path) as store:
         assert store.labels == ["pos", "neg"]
         assert [i.id for i in store.items()] == ["m1", "m2", "m3"]

@@ -37,6 +37,7 @@ from attnwidget.errors import InputError
 
 __all__ = [
     "APPLICATION",
+    "ROLE_SUGGESTIONS",
     "SCHEMA_VERSION",
     "Adjudication",
     "Agreement",
@@ -44,7 +45,6 @@ __all__ = [
     "InputError",
     "Item",
     "Progress",
-    "ROLE_SUGGESTIONS",
     "RatingSummary",
     "Store",
     "agreement",

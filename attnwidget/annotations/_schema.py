@@ -38,6 +38,17 @@ rule and reason of a gold annotation, by its history id),
 revision, history id) and ``assignments`` (who annotates which item), with
 an index on ``assignments(annotator, item_idx)`` and one on the no-evidence
 annotations of each annotator.
+Version 4 (issue 23, people judging explanations): new tables only, nothing
+old is touched. ``head_notes`` (a person's role and note for an attention
+head or a flow edge of a model: ``kind`` "head" or "edge", ``model_name``,
+``layer``, ``head`` or ``from_token``/``to_token``, the input's hash and
+text, annotator, saved_at; append-only, the latest row per target and
+annotator is current); ``rating_sessions`` (one per
+:class:`~attnwidget.ExplanationRating`: mode, seed, whether method names
+were shown, and the seeded order of its trials as JSON) and ``ratings``
+(every answer: its session, order position, mode, seed, methods (JSON),
+the side or control condition it was shown in, the rating / choice /
+prediction, timing), with indexes by model and by session.
 """
 
 from __future__ import annotations
@@ -173,11 +184,73 @@ def _v2_to_v3(conn: sqlite3.Connection) -> None:
         conn.execute(statement)
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1_to_v2, _v2_to_v3]
+_V4_TABLES = (
+    """CREATE TABLE head_notes (
+        id INTEGER PRIMARY KEY,
+        model_name TEXT NOT NULL,
+        kind TEXT NOT NULL CHECK (kind IN ('head', 'edge')),
+        layer INTEGER NOT NULL,
+        head INTEGER,
+        from_token INTEGER,
+        to_token INTEGER,
+        input_hash TEXT NOT NULL,
+        input_text TEXT NOT NULL,
+        role TEXT NOT NULL DEFAULT '',
+        note TEXT NOT NULL DEFAULT '',
+        annotator TEXT NOT NULL,
+        saved_at TEXT NOT NULL,
+        CHECK ((kind = 'head' AND head IS NOT NULL AND from_token IS NULL)
+            OR (kind = 'edge' AND head IS NULL AND from_token IS NOT NULL
+                AND to_token IS NOT NULL))
+    )""",
+    "CREATE INDEX head_notes_by_model ON head_notes (model_name, kind, layer)",
+    """CREATE TABLE rating_sessions (
+        session TEXT PRIMARY KEY,
+        annotator TEXT NOT NULL,
+        mode TEXT NOT NULL CHECK (mode IN ('rate', 'compare', 'simulate')),
+        seed INTEGER NOT NULL,
+        show_method INTEGER NOT NULL,
+        methods TEXT NOT NULL,
+        trials TEXT NOT NULL,
+        created_at TEXT NOT NULL
+    )""",
+    """CREATE TABLE ratings (
+        id INTEGER PRIMARY KEY,
+        session TEXT NOT NULL REFERENCES rating_sessions(session),
+        position INTEGER NOT NULL,
+        annotator TEXT NOT NULL,
+        mode TEXT NOT NULL,
+        seed INTEGER NOT NULL,
+        input_hash TEXT NOT NULL,
+        input_text TEXT NOT NULL,
+        methods TEXT NOT NULL,
+        method_shown INTEGER NOT NULL,
+        explanation_shown INTEGER NOT NULL,
+        rating INTEGER CHECK (rating IS NULL OR rating BETWEEN 1 AND 5),
+        chosen TEXT,
+        chosen_side TEXT,
+        predicted TEXT,
+        actual TEXT,
+        correct INTEGER,
+        note TEXT NOT NULL DEFAULT '',
+        seconds REAL,
+        saved_at TEXT NOT NULL
+    )""",
+    "CREATE INDEX ratings_by_session ON ratings (session, position)",
+    "CREATE INDEX ratings_by_mode ON ratings (mode, annotator)",
+)
+
+
+def _v3_to_v4(conn: sqlite3.Connection) -> None:
+    for statement in _V4_TABLES:
+        conn.execute(statement)
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1_to_v2, _v2_to_v3, _v3_to_v4]
 """``MIGRATIONS[k]`` upgrades a store from version ``k + 1`` to ``k + 2``."""
 
 SCHEMA_VERSION = 1 + len(MIGRATIONS)
-"""The version this code writes and reads (3)."""
+"""The version this code writes and reads (4)."""
 
 
 def _not_ours(path: Path, why: str) -> InputError:

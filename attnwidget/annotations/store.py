@@ -58,6 +58,8 @@ from attnwidget.annotations._adjudicate import AdjudicateMixin
 from attnwidget.annotations._assign import AssignMixin
 from attnwidget.annotations._chars import char_vector
 from attnwidget.annotations._frames import annotations_frame
+from attnwidget.annotations._head_notes import HeadNotesMixin
+from attnwidget.annotations._ratings import RatingsMixin
 from attnwidget.annotations._revisions import RevisionsMixin
 from attnwidget.annotations._rows import (
     Annotation,
@@ -79,7 +81,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
-class Store(RevisionsMixin, AssignMixin, AdjudicateMixin):
+class Store(RevisionsMixin, AssignMixin, AdjudicateMixin, HeadNotesMixin, RatingsMixin):
     """Human rationales for a list of items, kept in the SQLite file at ``path``.
 
     ``Store(path)`` creates the file when it does not exist and opens it
@@ -88,6 +90,9 @@ class Store(RevisionsMixin, AssignMixin, AdjudicateMixin):
     reads work, a save raises ``InputError`` (see :mod:`._open`). ``labels`` restricts item and
     annotation labels to a fixed list, kept in the file: reopening with a
     different list is refused, ``labels=None`` takes the stored one.
+    The same file keeps people's notes on attention heads and flow edges
+    (:meth:`save_head_note`, :meth:`head_notes`) and their ratings of
+    explanations (:meth:`ratings`, :func:`~attnwidget.annotations.rating_summary`).
     See the module docstring for durability, concurrency and history.
 
     >>> with Store("rationales.sqlite", labels=["pos", "neg"]) as store:  # doctest: +SKIP
