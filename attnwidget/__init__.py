@@ -49,6 +49,7 @@ from attnwidget.results.generation import GenerationExplanation
 
 __all__ = [
     "DEFAULT_METHODS",
+    "AdjudicationView",
     "AlignmentView",
     "Annotator",
     "AttentionCalculator",
@@ -104,6 +105,7 @@ __all__ = [
 
 
 _VIEWS = (
+    "AdjudicationView",
     "AlignmentView",
     "EvaluationView",
     "Annotator",

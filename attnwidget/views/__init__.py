@@ -6,6 +6,7 @@ ES module built from ``js/`` into ``attnwidget/static/widget.js``.
 
 from __future__ import annotations
 
+from attnwidget.views.annotate.adjudication_view import AdjudicationView
 from attnwidget.views.annotate.alignment_view import AlignmentView
 from attnwidget.views.annotate.annotator import Annotator
 from attnwidget.views.attention.compat import head_view, model_view
@@ -25,6 +26,7 @@ from attnwidget.views.teach.calculator import AttentionCalculator
 
 __all__ = [
     "BUNDLE",
+    "AdjudicationView",
     "AlignmentView",
     "Annotator",
     "AttentionCalculator",
