@@ -30,6 +30,7 @@ import pytest
 from attnwidget.methods.graph import add_residual, fuse_heads
 from attnwidget.results.explanation import Explanation
 from attnwidget.views import (
+    AdjudicationView,
     AlignmentView,
     Annotator,
     AttentionCalculator,
@@ -161,6 +162,7 @@ def _views() -> dict[str, type]:
         "neuron": NeuronView,
         "alignment": AlignmentView,
         "generation": GenerationView,
+        "adjudication": AdjudicationView,
     }
 
 

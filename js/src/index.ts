@@ -26,6 +26,8 @@ import { renderCalculator } from "./teach/calculator_view";
 import type { CalculatorTraits } from "./teach/calculator_types";
 import { renderNeuronView } from "./attention/neuron_view";
 import type { NeuronTraits } from "./attention/neuron_types";
+import { renderAdjudicationView } from "./annotate/adjudication_view";
+import type { AdjudicationTraits } from "./annotate/adjudication_types";
 import { renderAlignmentView } from "./annotate/alignment_view";
 import type { AlignmentTraits } from "./annotate/alignment_types";
 import { renderGenerationView } from "./generation/generation_view";
@@ -52,6 +54,7 @@ const VIEWS: Record<string, ViewRenderer> = {
   annotator: (props) => renderAnnotator(props as { model: AnyModel<AnnotatorTraits>; el: HTMLElement }),
   calculator: (props) => renderCalculator(props as { model: AnyModel<CalculatorTraits>; el: HTMLElement }),
   neuron: (props) => renderNeuronView(props as { model: AnyModel<NeuronTraits>; el: HTMLElement }),
+  adjudication: (props) => renderAdjudicationView(props as { model: AnyModel<AdjudicationTraits>; el: HTMLElement }),
   alignment: (props) => renderAlignmentView(props as { model: AnyModel<AlignmentTraits>; el: HTMLElement }),
   generation: (props) => renderGenerationView(props as { model: AnyModel<GenerationTraits>; el: HTMLElement }),
   matrix: (props) => renderMatrixView(props as { model: AnyModel<MatrixTraits>; el: HTMLElement }),

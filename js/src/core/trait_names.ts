@@ -7,6 +7,7 @@
  * misses one, so interface, list and Python cannot drift apart silently.
  * Only the tests import this module (it is not in the bundle).
  */
+import type { AdjudicationTraits } from "../annotate/adjudication_types";
 import type { AlignmentTraits } from "../annotate/alignment_types";
 import type { AnnotatorTraits } from "../annotate/annotator_types";
 import type { AttentionTraits, HeadTraits, ModelTraits } from "../attention/attention_types";
@@ -91,6 +92,11 @@ const alignment: Names<AlignmentTraits> = {
   selected_output: true, selected_input: true,
 };
 
+const adjudication: Names<AdjudicationTraits> = {
+  _view: true, annotators: true, as_annotator: true, count: true, labels: true, item: true, index: true, item_id: true,
+  rule: true, reason: true, last_saved: true, filters: true, matches: true, match_count: true, status: true,
+};
+
 const generation: Names<GenerationTraits> = {
   _view: true, columns: true, prompt_length: true, generated_tokens: true, prefix_lengths: true, words: true,
   word_labels: true, methods: true, signed: true, scores: true, shape: true, caption: true,
@@ -99,7 +105,7 @@ const generation: Names<GenerationTraits> = {
 
 /** Trait names per `_view` value, sorted. */
 export const TRAIT_NAMES: Record<string, string[]> = Object.fromEntries(
-  Object.entries({ saliency, head, model, flow, image, evaluation, compare, annotator, calculator, neuron, alignment, generation }).map(([view, names]) => [view, Object.keys(names).sort()]),
+  Object.entries({ saliency, head, model, flow, image, evaluation, compare, annotator, calculator, neuron, alignment, generation, adjudication }).map(([view, names]) => [view, Object.keys(names).sort()]),
 );
 
 const compute: Names<ComputeRequest> = { type: true, id: true, version: true, method: true, layer: true, token: true };

@@ -9,6 +9,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 
+import adjudication from "../../src/annotate/adjudication.css";
 import alignment from "../../src/annotate/alignment.css";
 import annotator from "../../src/annotate/annotator.css";
 import attention from "../../src/attention/attention.css";
@@ -37,6 +38,7 @@ const SHEETS: [string, string, string[]][] = [
   ["generation/generation.css", generation, [".attnw-generationview"]],
   ["annotate/alignment.css", alignment, [".attnw-alignmentview"]],
   ["annotate/annotator.css", annotator, [".attnw-annotator"]],
+  ["annotate/adjudication.css", adjudication, [".attnw-adjudication"]],
   ["evaluate/evaluation.css", evaluation, [".attnw-evaluation"]],
   ["compare/compare.css", compare, [".attnw-compare"]],
   ["teach/calculator.css", calculator, [".attnw-calculator"]],
