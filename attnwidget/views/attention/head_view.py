@@ -50,11 +50,12 @@ from attnwidget.views.attention._shared import (
     _describe_ids,
     _position,
 )
+from attnwidget.views.core.notes import NOTE_OPTIONS, HeadNotesMixin
 from attnwidget.views.core.selection import NONE
 from attnwidget.views.matrix.large_inputs import HEAD_VIEW_TOKENS, matrix_view_for, switch_reason
 
 
-class HeadView(_AttentionView):
+class HeadView(HeadNotesMixin, _AttentionView):
     """Attention of one layer as lines between two columns of tokens.
 
     Each token on the left (a query) has a line to every token on the right
@@ -86,6 +87,14 @@ class HeadView(_AttentionView):
             the explanation has a ``sentence_b_start``.
         selected_token: the initially pinned query row (-1: none).
         theme: "auto" (default), "light" or "dark".
+        store, annotator: an :class:`~attnwidget.annotations.Store` (or its
+            path) and who writes: shows a notes panel to label a head with a
+            role and a note, saved in the store and shown again by any view
+            of the same model (:mod:`attnwidget.views.core.notes`); without a
+            store there is no panel.
+        model_name: the model the notes are keyed by (default: the
+            explanation's ``model_name`` if it has one, else its kind and
+            shape, e.g. "encoder, 12 layers x 12 heads": pass the model's id).
 
     Above 512 tokens, or for an explanation that keeps only each layer's
     mean over heads (``explain(..., keep="fused")``), ``HeadView(exp)``
@@ -122,6 +131,8 @@ class HeadView(_AttentionView):
             names = ("layer", "heads", "matrix", "pair_filter", "selected_token", "theme")
             given = {k: kwargs.pop(k) for k in names if k in kwargs}
             given.pop("theme", None)
+            for name in NOTE_OPTIONS:  # the matrix view has no notes panel
+                kwargs.pop(name, None)
             head = kwargs.pop("head", NONE)
             if head != NONE:
                 given["heads"] = [head]
@@ -159,6 +170,7 @@ class HeadView(_AttentionView):
             self.layer = first.layer_ids[position]
             self.heads = list(first.head_ids) if heads is None else list(heads)
             self.selected_token = selected_token
+        self._start_notes(explanation)
 
     def set_explanation(self, explanation: Explanation | AttentionSet) -> None:
         """Show another explanation in this view.

@@ -54,10 +54,11 @@ from attnwidget.views.attention._shared import (
     _position,
     thumbnails,
 )
+from attnwidget.views.core.notes import NOTE_OPTIONS, HeadNotesMixin
 from attnwidget.views.matrix.large_inputs import MODEL_VIEW_TOKENS, matrix_view_for, switch_reason
 
 
-class ModelView(_AttentionView):
+class ModelView(HeadNotesMixin, _AttentionView):
     """All layers and heads at once: a grid of small line drawings.
 
     Row l, column h is head h of layer l, drawn like :class:`HeadView` at
@@ -79,6 +80,9 @@ class ModelView(_AttentionView):
         selected_token: the initially pinned query row of that head (-1:
             none); needs ``layer``/``head``.
         matrix, pair_filter, theme: as for :class:`HeadView`.
+        store, annotator, model_name: a notes panel for the enlarged head
+            (a role and a note per layer and head, saved in the store), as
+            for :class:`HeadView`; without a store there is none.
 
     Above 1,024 tokens, or for an explanation that keeps only each layer's
     mean over heads (``explain(..., keep="fused")``), ``ModelView(exp)``
@@ -115,6 +119,8 @@ class ModelView(_AttentionView):
         if reason is not None:
             given = {k: kwargs.pop(k) for k in ("layer", "matrix", "pair_filter") if k in kwargs}
             kwargs.pop("theme", None)
+            for name in NOTE_OPTIONS:  # the matrix view has no notes panel
+                kwargs.pop(name, None)
             head = kwargs.pop("head", None)
             token = kwargs.pop("selected_token", -1)
             return matrix_view_for(
@@ -155,6 +161,7 @@ class ModelView(_AttentionView):
             if opened:
                 self.select(first.layer_ids[layer_pos], first.head_ids[head_pos])
             self.selected_token = selected_token
+        self._start_notes(explanation)
 
     def _install(self, attention: AttentionSet, first: tuple[int, int | None]) -> None:
         """Thumbnails + attention; ``first`` = (layer pos, head pos) to preload, or (-1, None)."""

@@ -61,6 +61,7 @@ from typing import Any
 
 import traitlets
 
+from attnwidget.views.core.notes import HeadNotesMixin
 from attnwidget.views.core.selection import renamed_trait
 from attnwidget.views.flow._messages import _FlowMessages
 from attnwidget.views.flow._stack import check_layer, check_token
@@ -70,8 +71,15 @@ from attnwidget.views.saliency.saliency_view import check_scale
 LOCAL_METHODS: tuple[str, ...] = ("raw", "rollout")
 
 
-class FlowTraits(_FlowMessages):
-    """The traits of :class:`~attnwidget.views.flow.flow_view.FlowView` (table above)."""
+class FlowTraits(HeadNotesMixin, _FlowMessages):
+    """The traits of :class:`~attnwidget.views.flow.flow_view.FlowView` (table above).
+
+    ``notes`` (from :class:`~attnwidget.views.core.notes.HeadNotesMixin`): the
+    edge notes panel; an edge note's ``layer`` is the attention layer l, its
+    ``from`` a token of node column l and its ``to`` one of column l + 1.
+    """
+
+    _notes_kind = "edge"
 
     _view = traitlets.Unicode("flow").tag(sync=True)
 

@@ -36,6 +36,7 @@ from attnwidget.methods.graph import HEAD_FUSIONS
 from attnwidget.results.explanation import Explanation
 from attnwidget.views.attention._shared import PRELOAD_BYTES
 from attnwidget.views.core.buffers import decode_float32, encode_float32
+from attnwidget.views.core.notes import NOTE_OPTIONS
 from attnwidget.views.core.selection import renamed_keyword
 from attnwidget.views.core.tokens import raw_tokens_of
 from attnwidget.views.flow._messages import (
@@ -115,6 +116,7 @@ class FlowView(FlowTraits):
         selected_layer, selected_token: the initially selected node; default
             the explained query at the top layer.
         head_fusion: how heads are fused ("mean", as the papers; "max", "min").
+        store, annotator, model_name: an edge notes panel, as HeadView's.
 
     Above ``MAX_TOKENS`` (1,024) input tokens, or for an explanation that
     keeps only each layer's mean over heads (``explain(..., keep="fused")``),
@@ -145,6 +147,7 @@ class FlowView(FlowTraits):
                 "threshold",
                 "head_fusion",
                 "selected_layer",
+                *NOTE_OPTIONS,
             ):
                 kwargs.pop(name, None)
             token = kwargs.pop("selected_token", None)
@@ -195,6 +198,7 @@ class FlowView(FlowTraits):
                 selected_token = self.query_index if layer == layers else -1
             self.select(layer, selected_token)
         self.on_msg(self._on_message)
+        self._start_notes(explanation)
 
     # -- data -----------------------------------------------------------------
 

@@ -7,6 +7,7 @@
  * buffers: in the `preload` / `thumbs` traits, and in custom messages the
  * page asks for as the user navigates (see AttentionRequest).
  */
+import type { NotesState } from "../core/notes";
 import type { BaseTraits, Binary } from "../core/types";
 
 /** The token list labelling a matrix's rows or columns. */
@@ -97,6 +98,8 @@ export interface HeadTraits extends AttentionTraits {
   layer: number;
   /** Shown head ids, ascending. */
   heads: number[];
+  /** The notes panel (core/notes.ts; kind "" = no store, hidden). */
+  notes: NotesState;
 }
 
 /** ModelView (attnwidget/views/attention/model_view.py). */
@@ -107,6 +110,8 @@ export interface ModelTraits extends AttentionTraits {
   /** Enlarged head: layer id and head id, both -1 for none. */
   layer: number;
   head: number;
+  /** The notes panel (core/notes.ts; kind "" = no store, hidden). */
+  notes: NotesState;
   // selected_token (AttentionTraits): a query row of the enlarged head; always
   // -1 while none is enlarged (closing unpins).
 }

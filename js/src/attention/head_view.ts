@@ -38,6 +38,7 @@ import type { HeadTraits } from "./attention_types";
 import { h, microtaskScheduler, saveTraits, styleElement } from "../core/dom";
 import { Listeners } from "../core/listeners";
 import { useBaseStyles } from "../core/base_styles";
+import { attachNotes, headTarget } from "../core/notes";
 
 type Model = AnyModel<HeadTraits>;
 
@@ -228,7 +229,9 @@ export function renderHeadView({ model, el }: { model: Model; el: HTMLElement })
     .traits(model, ["selected_token"], () => queueMicrotask(() => panel.revealRow(model.get("selected_token") ?? -1)))
     .on(headBoxes, "click", onHeadClick)
     .on(headBoxes, "dblclick", onHeadDoubleClick)
-    .on(root, "keydown", onKey);
+    .on(root, "keydown", onKey)
+    // The notes panel's target: the shown layer and the one head shown (else the first shown).
+    .add(attachNotes(model, root, () => headTarget(model, (model.get("heads") ?? [])[0] ?? -1), TRAITS, () => model.get("tokens") ?? []));
   update();
   return listeners.dispose;
 }

@@ -55,6 +55,7 @@ import type { MatrixInfo, ModelTraits, ThumbIndex } from "./attention_types";
 import { asBytes, decodeFloat16Bits, widen } from "../core/buffers";
 import { h, microtaskScheduler, saveTraits, styleElement, whenIdle } from "../core/dom";
 import { Listeners } from "../core/listeners";
+import { attachNotes, headTarget } from "../core/notes";
 import { useBaseStyles } from "../core/base_styles";
 
 type Model = AnyModel<ModelTraits>;
@@ -419,6 +420,7 @@ export function renderModelView({ model, el }: { model: Model; el: HTMLElement }
     .on(canvas, "click", onClick)
     .on(close, "click", onClose)
     .on(root, "keydown", onKey)
+    .add(attachNotes(model, root, () => headTarget(model, model.get("head")), TRAITS, () => model.get("tokens") ?? []))
     // The grid's colours and the panel follow a theme switch; a resize needs no redraw (the grid scrolls).
     .add(watchHostTheme(schedule));
   decodeThumbs();

@@ -36,15 +36,15 @@ const attention: Names<AttentionTraits> = {
   preload_index: true, _generation: true, theme: true, matrix: true, pair_filter: true, selected_token: true,
 };
 
-const head: Names<HeadTraits> = { ...attention, layer: true, heads: true };
+const head: Names<HeadTraits> = { ...attention, layer: true, heads: true, notes: true };
 
-const model: Names<ModelTraits> = { ...attention, thumbs: true, thumb_index: true, layer: true, head: true };
+const model: Names<ModelTraits> = { ...attention, thumbs: true, thumb_index: true, layer: true, head: true, notes: true };
 
 const flow: Names<FlowTraits> = {
   _view: true, stacks: true, stack: true, tokens: true, raw_tokens: true, shape: true, fused: true, fused_layers: true,
   head_fusion: true, query_index: true, caption: true, methods: true, summaries: true, signed: true,
   local_methods: true, version: true, selected_method: true, selected_layer: true, selected_token: true,
-  threshold: true, scale: true,
+  threshold: true, scale: true, notes: true,
 };
 
 const image: Names<ImageTraits> = {

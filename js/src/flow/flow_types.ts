@@ -7,6 +7,7 @@
  * (input tokens) … L (top). Edge layer l (1 … L) links node (l, i) to node
  * (l − 1, j).
  */
+import type { NotesState } from "../core/notes";
 import type { BaseTraits, Binary } from "../core/types";
 
 // The custom messages (compute, layer, paths, ...) are typed in flow_messages.ts.
@@ -62,4 +63,6 @@ export interface FlowTraits extends BaseTraits {
   threshold: number;
   /** What sets the label colours' range: "words" (specials and the selected token left out) or "all". */
   scale: "words" | "all";
+  /** The edge notes panel (core/notes.ts; kind "" = no store, hidden). */
+  notes: NotesState;
 }

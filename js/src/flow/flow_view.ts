@@ -32,6 +32,7 @@ import type { AnyModel } from "@anywidget/types";
 
 import { microtaskScheduler, saveTraits } from "../core/dom";
 import { Listeners } from "../core/listeners";
+import { attachNotes, edgeTarget } from "../core/notes";
 import { FlowPainter } from "./flow_draw";
 import { buildFlowElements, buildLabels, paintLabels, syncControls } from "./flow_dom";
 import { receive } from "./flow_messages";
@@ -389,7 +390,8 @@ export function renderFlowView({ model, el }: { model: Model; el: HTMLElement })
     .traits(model, DATA_TRAITS, onData)
     .traits(model, VIEW_TRAITS, schedule)
     .traits(model, ["threshold"], onThreshold)
-    .model(model, "msg:custom", onMessage);
+    .model(model, "msg:custom", onMessage)
+    .add(attachNotes(model, root, () => edgeTarget(model), ["selected_layer", "selected_token", "shape", "tokens"], () => model.get("tokens") ?? []));
   schedule();
   return listeners.dispose;
 }
