@@ -72,6 +72,18 @@ VIEWS = [
         '                     labels=["singular", "plural"])',
     ),
     ViewPage(
+        "AdjudicationView",
+        "from attnwidget.annotations import Store\n\n"
+        'store = Store("rationales.sqlite")\n'
+        'store.add_items([{"id": "r1", "text": "the keys to the cabinet are here"},\n'
+        '                 {"id": "r2", "text": "the key is lost"}])\n'
+        'store.save("r1", annotator="ana", spans=[(1, 2)])  # "keys"\n'
+        'store.save("r1", annotator="ben", spans=[(1, 3)])  # "keys to"\n'
+        'store.save("r2", annotator="ana", spans=[(1, 2)])\n'
+        'store.save("r2", annotator="ben", spans=[], no_evidence=True)\n'
+        'attnwidget.AdjudicationView(store, annotators=["ana", "ben"])',
+    ),
+    ViewPage(
         "EvaluationView",
         'texts = ["the keys to the cabinet", "the key to the cabinets", "the dogs near the tree"]\n'
         'result = attnwidget.evaluate(model, tokenizer, texts, methods=["raw", "rollout"],\n'
