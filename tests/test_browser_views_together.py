@@ -30,6 +30,7 @@ from tiny_models import build
 import attnwidget
 from attnwidget.results.explanation import Explanation
 from attnwidget.views import (
+    AdjudicationView,
     AlignmentView,
     Annotator,
     AttentionCalculator,
@@ -99,6 +100,18 @@ def _attention(n: int, seed: int = 0) -> Explanation:
     return Explanation.from_attentions(weights, tokens, methods=["raw", "rollout"])
 
 
+def _two_annotators(path: Path, texts: list[str]) -> Any:
+    """A store where two annotators marked the same texts differently."""
+    from attnwidget.annotations import Store
+
+    store = Store(path)
+    store.add_items([{"id": str(k), "text": text} for k, text in enumerate(texts)])
+    for k in range(len(texts)):
+        store.save(str(k), annotator="ana", spans=[(0, 2)])
+        store.save(str(k), annotator="ben", spans=[(1, 3)])
+    return store
+
+
 def every_view(tmp_path: Path) -> list[Any]:
     """One of each view, HeadView first and the long SaliencyView right below it."""
     short, long = _attention(12), _attention(len(LONG) + 2, seed=1)
@@ -122,6 +135,7 @@ def every_view(tmp_path: Path) -> list[Any]:
         GenerationView(generation),
         AlignmentView(translation()),
         Annotator(texts, store=tmp_path / "a.sqlite", annotator="ana", labels=["pos", "neg"]),
+        AdjudicationView(_two_annotators(tmp_path / "adj.sqlite", texts)),
         EvaluationView(result),
         CompareView(fixed_comparison(), selected_pair=["raw", "rollout"]),
         AttentionCalculator(),

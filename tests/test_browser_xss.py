@@ -39,7 +39,7 @@ HOSTILE = [
     "&lt;b&gt;",  # an entity stays these characters, it is not decoded to "<b>"
 ]
 TOKENS = ["[CLS]", *HOSTILE, "ok", "[SEP]"]
-KINDS = ["saliency", "head", "model", "flow", "neuron", "compare"]
+KINDS = ["saliency", "head", "model", "flow", "neuron", "compare", "adjudication"]
 MODES = ["live", "export", "export-no-csp"]
 
 
@@ -65,6 +65,27 @@ class _HostileTokenizer:
 
 
 def make_view(kind: str) -> Any:
+    if kind == "adjudication":  # every token an annotator's name (a row each) and the text
+        import tempfile
+
+        from attnwidget.annotations import Store
+
+        store = Store(Path(tempfile.mkdtemp()) / "xss.sqlite")
+        store.add_items([{"id": HOSTILE[0], "text": " ".join(TOKENS)}])
+        for k, name in enumerate(TOKENS):
+            store.save(HOSTILE[0], annotator=name, spans=[(k, k + 1)])
+        return views.AdjudicationView(store, annotators=TOKENS)
+    if kind == "neuron":
+        from tiny_models import build
+
+        model, _tokenizer = build("bert-cls")
+        return views.NeuronView(model, _HostileTokenizer(), "hostile", selected_token=1)
+    if kind == "compare":  # with a pair selected: the scatter labels its points with the tokens
+        from compare_fixtures import fixed_comparison
+
+        comparison = fixed_comparison(tokens=TOKENS)
+        return views.CompareView(comparison, selected_pair=comparison.methods[:2])
+    exp = explanation()
     if kind == "neuron":
         from tiny_models import build
 

@@ -30,6 +30,7 @@ def test_views_are_public_names() -> None:
     import attnwidget.views
 
     for name in (
+        "AdjudicationView",
         "AlignmentView",
         "AttentionCalculator",
         "ImageView",

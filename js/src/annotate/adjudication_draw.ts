@@ -76,11 +76,11 @@ export function buildDom(): Dom {
     },
     [
       h("div", { className: "attnw-adj-head" }, [previous, next, position]),
-      filters,
-      matches,
       pair,
       rows,
       actions,
+      filters,
+      matches,
       h("div", { className: "attnw-adj-help", text: KEYS_HELP }),
       status,
     ],
