@@ -84,6 +84,14 @@ VIEWS = [
         'attnwidget.AdjudicationView(store, annotators=["ana", "ben"])',
     ),
     ViewPage(
+        "ExplanationRating",
+        'texts = ["the keys to the cabinet", "the key to the cabinets", "the dogs near the tree"]\n'
+        'exps = [attnwidget.explain(model, tokenizer, t, methods=["rollout", "input_x_gradient"])\n'
+        "        for t in texts]\n"
+        'attnwidget.ExplanationRating(exps, store="ratings.sqlite", annotator="you",\n'
+        '                             mode="compare", seed=0)',
+    ),
+    ViewPage(
         "EvaluationView",
         'texts = ["the keys to the cabinet", "the key to the cabinets", "the dogs near the tree"]\n'
         'result = attnwidget.evaluate(model, tokenizer, texts, methods=["raw", "rollout"],\n'

@@ -40,6 +40,9 @@ HOSTILE = [
 ]
 TOKENS = ["[CLS]", *HOSTILE, "ok", "[SEP]"]
 KINDS = ["saliency", "head", "model", "flow", "neuron", "compare", "adjudication"]
+#: Views of people's judgements: ExplanationRating, and HeadView's notes panel (notes,
+#: roles, the annotator's and the model's names are hostile too).
+KINDS += ["rating", "head-notes"]
 MODES = ["live", "export", "export-no-csp"]
 
 
@@ -97,6 +100,15 @@ def make_view(kind: str) -> Any:
         comparison = fixed_comparison(tokens=TOKENS)
         return views.CompareView(comparison, selected_pair=comparison.methods[:2])
     exp = explanation()
+    if kind in ("rating", "head-notes"):  # tokens, and notes/roles/names, all hostile
+        import tempfile
+
+        path = Path(tempfile.mkdtemp()) / "judgements.sqlite"
+        if kind == "rating":
+            return views.ExplanationRating([exp], store=path, annotator=HOSTILE[0], mode="compare")
+        view = views.HeadView(exp, store=path, annotator=HOSTILE[0], model_name=HOSTILE[1])
+        view.save_note(layer=0, head=1, role=HOSTILE[2], note=HOSTILE[3])
+        return view
     if kind == "saliency":
         return views.SaliencyView(exp)
     if kind == "head":

@@ -9,6 +9,7 @@ from __future__ import annotations
 from attnwidget.views.annotate.adjudication_view import AdjudicationView
 from attnwidget.views.annotate.alignment_view import AlignmentView
 from attnwidget.views.annotate.annotator import Annotator
+from attnwidget.views.annotate.rating_view import ExplanationRating
 from attnwidget.views.attention.compat import head_view, model_view
 from attnwidget.views.attention.head_view import HeadView
 from attnwidget.views.attention.model_view import ModelView
@@ -34,6 +35,7 @@ __all__ = [
     "BundleMissingError",
     "CompareView",
     "EvaluationView",
+    "ExplanationRating",
     "Explorer",
     "FlowView",
     "GenerationView",

@@ -29,6 +29,8 @@ import type { NeuronTraits } from "./attention/neuron_types";
 import { renderAdjudicationView } from "./annotate/adjudication_view";
 import type { AdjudicationTraits } from "./annotate/adjudication_types";
 import { renderAlignmentView } from "./annotate/alignment_view";
+import { renderExplanationRating } from "./annotate/rating_view";
+import type { RatingTraits } from "./annotate/rating_types";
 import type { AlignmentTraits } from "./annotate/alignment_types";
 import { renderGenerationView } from "./generation/generation_view";
 import type { GenerationTraits } from "./generation/generation_types";
@@ -58,6 +60,7 @@ const VIEWS: Record<string, ViewRenderer> = {
   alignment: (props) => renderAlignmentView(props as { model: AnyModel<AlignmentTraits>; el: HTMLElement }),
   generation: (props) => renderGenerationView(props as { model: AnyModel<GenerationTraits>; el: HTMLElement }),
   matrix: (props) => renderMatrixView(props as { model: AnyModel<MatrixTraits>; el: HTMLElement }),
+  rating: (props) => renderExplanationRating(props as { model: AnyModel<RatingTraits>; el: HTMLElement }),
 };
 
 function render({ model, el }: RenderProps<BaseTraits>): Cleanup | void {
