@@ -56,7 +56,9 @@ def text_metrics(
     ):
         raise InputError(f"rationale_k={rationale_k!r}: pass a token count (an int ≥ 0) or None.")
     k = rationale_k if rationale_k is not None else dataset.rationale_k([human])
-    blank = blank_token_id(tokenizer) if replacement_id is None else replacement_id
+    blank = replacement_id
+    if blank is None:  # only a re-run replaces tokens; plausibility alone needs no id
+        blank = blank_token_id(tokenizer) if faith_names else 0
     if isinstance(blank, bool) or not isinstance(blank, int):
         raise InputError("the tokenizer has no unknown/mask/pad token: pass replacement_id=.")
     plan = Plan(
@@ -76,7 +78,7 @@ def text_metrics(
     faith = frame[faith_names] if faith_names else None
     plaus = frame[plaus_names] if plaus_names else None
     settings = {
-        "replacement_id": blank,
+        "replacement_id": blank if faith_names else None,
         "rationale_k": int(k),
         "metrics": [*faith_names, *plaus_names],
     }

@@ -93,9 +93,12 @@ class Comparison:
         return {m: np.asarray(self.explanation.scores[m]) for m in self.methods}
 
     def most_disputed(self, k: int = 5) -> list[tuple[str, float]]:
-        """The ``k`` compared tokens with the largest disagreement, largest first."""
+        """The ``k`` compared tokens with the largest disagreement, largest first (ties
+        by position)."""
         order = [
-            i for i in np.argsort(-np.nan_to_num(self.disagreement, nan=-1.0)) if self.compared[i]
+            i
+            for i in np.argsort(-np.nan_to_num(self.disagreement, nan=-1.0), kind="stable")
+            if self.compared[i]
         ]
         return [(self.tokens[i], float(self.disagreement[i])) for i in order[:k]]
 
