@@ -205,16 +205,13 @@ def add_items_in(
     ``keep_existing_label`` a stored item's label wins over the given one.
     """
     (next_idx,) = conn.execute("SELECT coalesce(max(idx), -1) + 1 FROM items").fetchone()
+    stored = _stored_items(conn, [item.id for item in items])
     seen: dict[str, Item] = {}
-    added = 0
+    rows: list[tuple[Any, ...]] = []
     for item in items:
-        _validate.label(item.label, labels, f"item {item.id!r}")
-        old: Item | None = seen.get(item.id)
-        if old is None:
-            row = conn.execute(
-                "SELECT text, label, text_pair FROM items WHERE item_id = ?", (item.id,)
-            ).fetchone()
-            old = None if row is None else Item(item.id, row[0], row[1], row[2])
+        if item.label is not None:
+            _validate.label(item.label, labels, f"item {item.id!r}")
+        old: Item | None = seen.get(item.id) or stored.get(item.id)
         if old is not None:
             for name in ("text", "text_pair") + (() if keep_existing_label else ("label",)):
                 if getattr(old, name) != getattr(item, name):
@@ -224,23 +221,42 @@ def add_items_in(
                         "names one text for good; give the new item a new id"
                     )
             continue
-        conn.execute(
-            "INSERT INTO items (idx, item_id, text, label, text_pair, words, n_words)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        words = item.words
+        rows.append(
             (
                 next_idx,
                 item.id,
                 item.text,
                 item.label,
                 item.text_pair,
-                json.dumps(item.words),
-                len(item.words),
-            ),
+                json.dumps(words),
+                len(words),
+            )
         )
         seen[item.id] = item
         next_idx += 1
-        added += 1
-    return added
+    conn.executemany(
+        "INSERT INTO items (idx, item_id, text, label, text_pair, words, n_words)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        rows,
+    )
+    return len(rows)
+
+
+def _stored_items(conn: sqlite3.Connection, ids: list[str]) -> dict[str, Item]:
+    """The stored items among ``ids`` (one query per 500 ids, not one per id)."""
+    found: dict[str, Item] = {}
+    if conn.execute("SELECT 1 FROM items LIMIT 1").fetchone() is None:
+        return found  # an empty store: the usual first call
+    unique = list(dict.fromkeys(ids))
+    for start in range(0, len(unique), 500):
+        chunk = unique[start : start + 500]
+        marks = ", ".join("?" * len(chunk))
+        for ident, text, label, pair in conn.execute(
+            f"SELECT item_id, text, label, text_pair FROM items WHERE item_id IN ({marks})", chunk
+        ):
+            found[ident] = Item(ident, text, label, pair)
+    return found
 
 
 def lookup_text(conn: sqlite3.Connection, item_id: str) -> tuple[int, int, str]:

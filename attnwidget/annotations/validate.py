@@ -89,6 +89,8 @@ def coerce_item(value: Any, position: int) -> Item:
     """One item from an :class:`Item` or a mapping with ``id``, ``text`` and optionally
     ``label`` and ``text_pair`` (other keys, e.g. a data set's extra columns, are ignored)."""
     if isinstance(value, Item):
+        if _sound(value):
+            return value  # frozen: the same object (its words stay computed)
         raw: Mapping[str, Any] = {
             "id": value.id,
             "text": value.text,
@@ -102,8 +104,8 @@ def coerce_item(value: Any, position: int) -> Item:
             f"item {position} is a {type(value).__name__}: pass Item objects or mappings "
             "such as {'id': 'a1', 'text': 'the words to mark', 'label': None}"
         )
-    missing = [key for key in ("id", "text") if key not in raw]
-    if missing:
+    if "id" not in raw or "text" not in raw:
+        missing = [key for key in ("id", "text") if key not in raw]
         raise InputError(
             f"item {position} has no {' and no '.join(map(repr, missing))} key "
             f"(keys given: {sorted(map(str, raw))}); every item needs 'id' and 'text'"
@@ -112,15 +114,36 @@ def coerce_item(value: Any, position: int) -> Item:
     text = raw["text"]
     if not isinstance(text, str):
         raise InputError(f"item {ident!r}: text is a {type(text).__name__}; pass a string")
-    if not text.split():
+    if not text or text.isspace():  # the same test as ``not text.split()``, without the list
         raise InputError(f"item {ident!r}: text has no words; give it some text to annotate")
+    label, pair = raw.get("label"), raw.get("text_pair")
+    if label is None and pair is None:  # the common case: no message built unless refused
+        return Item(ident, encodable(text, "text", f"item {ident!r}"))
     where = f"item {ident!r}"
     return Item(
         ident,
         encodable(text, "text", where),
-        _optional_text(raw.get("label"), "label", where),
-        _optional_text(raw.get("text_pair"), "text_pair", where),
+        _optional_text(label, "label", where),
+        _optional_text(pair, "text_pair", where),
     )
+
+
+def _sound(item: Item) -> bool:
+    """Whether an Item passes every check of :func:`coerce_item` as it is (fast path:
+    no message is built; any doubt goes the long way, which says what is wrong)."""
+    ident, text, label, pair = item.id, item.text, item.label, item.text_pair
+    if type(ident) is not str or type(text) is not str or not ident or text.isspace():
+        return False
+    if not text or (label is not None and type(label) is not str):
+        return False
+    if pair is not None and type(pair) is not str:
+        return False
+    try:
+        for value in (ident, text, label or "", pair or ""):
+            value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def coerce_items(items: Any) -> list[Item]:
