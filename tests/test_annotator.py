@@ -56,7 +56,7 @@ class Page:
 
     def save(self, **fields: Any) -> dict[str, Any]:
         w = self.widget
-        base = {"index": w.index, "item_id": w.item["id"], "spans": [], "label": ""}
+        base = {"index": w.index, "item_id": w.item["id"], "spans": [[0, 1]], "label": ""}
         base.update(note="", confidence=None, advance=True)
         return self.ask(type="save", **{**base, **fields})
 
@@ -75,14 +75,19 @@ def test_save_reaches_the_file_at_once_and_enter_goes_on(path: Path) -> None:
     ann = Annotator(TEXTS, store=path, annotator="ana", labels=["pos", "neg"])
     words = ["a", "truly", "great", "film"]
     assert ann.item == {"index": 0, "id": "0", "words": words, "text_pair": "", "label": ""}
-    assert (ann.count, ann.progress, ann.labels, ann.saved) == (4, [0, 4], ["pos", "neg"], None)
+    assert (ann.count, ann.progress, ann.labels, ann.saved) == (
+        4,
+        [0, 4, 0],
+        ["pos", "neg"],
+        None,
+    )
     ann.selection = [(2, 3), (1, 2)]
     assert ann.selection == [[1, 2], [2, 3]]  # sorted; touching spans stay apart
     ann.label, ann.note, ann.confidence = "pos", "the adjectives", 0.8
     saved = ann.save()
     assert saved.revision == 1
     assert rows(path) == {"0": ([[1, 2], [2, 3]], "pos", "the adjectives", 0.8)}
-    assert ann.index == 1 and ann.progress == [1, 4]
+    assert ann.index == 1 and ann.progress == [1, 4, 0]
     assert (ann.selection, ann.label, ann.note, ann.confidence, ann.saved) == (
         [],
         "",
@@ -91,10 +96,14 @@ def test_save_reaches_the_file_at_once_and_enter_goes_on(path: Path) -> None:
         None,
     )
     assert ann.current_item.text == TEXTS[1]
-    # Saving nothing marked is an answer too ("no rationale"); the last item stays.
+    # Saving nothing marked must be said: no evidence is an answer too; the last item stays.
     ann.index = 3
-    ann.save()
+    with pytest.raises(InputError, match=r"nothing is marked.*no_evidence=True"):
+        ann.save()
+    assert "3" not in rows(path)
+    ann.save(no_evidence=True)
     assert ann.index == 3 and rows(path)["3"] == ([], None, None, None)
+    assert ann.progress == [2, 4, 1] and ann.saved["no_evidence"] is True
 
 
 def test_reopening_resumes_at_the_first_unannotated_and_shows_saved_marks(path: Path) -> None:
@@ -106,13 +115,13 @@ def test_reopening_resumes_at_the_first_unannotated_and_shows_saved_marks(path: 
     ann.store.close()
     again = Annotator(TEXTS, store=path, annotator="ana")  # labels from the store
     assert again.labels == ["pos", "neg"]
-    assert again.index == 2 and again.progress == [2, 4]
+    assert again.index == 2 and again.progress == [2, 4, 0]
     again.previous()
     assert (again.selection, again.label, again.confidence) == ([[0, 1]], "neg", 0.25)
     assert again.saved["revision"] == 1 and again.saved["spans"] == [[0, 1]]
     # Another annotator starts from the beginning.
     other = Annotator(TEXTS, store=Store(path), annotator="ben")
-    assert other.index == 0 and other.progress == [0, 4]
+    assert other.index == 0 and other.progress == [0, 4, 0]
     assert other.jump_to_first_unannotated() == 0
 
 
@@ -131,13 +140,13 @@ def test_unsaved_marks_are_kept_per_item_while_moving(path: Path) -> None:
 
 def test_jump_to_first_unannotated(path: Path) -> None:
     ann = Annotator(TEXTS, store=path, annotator="ana")
-    ann.save()
+    ann.save(no_evidence=True)
     ann.index = 3
-    ann.save()
+    ann.save(no_evidence=True)
     assert ann.jump_to_first_unannotated() == 1
-    ann.save()
-    ann.save()
-    assert ann.progress == [4, 4]
+    ann.save(no_evidence=True)
+    ann.save(no_evidence=True)
+    assert ann.progress == [4, 4, 4]
     assert ann.jump_to_first_unannotated() is None
 
 
@@ -180,7 +189,9 @@ def test_items_as_dicts_dataframe_and_dataset(tmp_path: Path) -> None:
         ("10", "neg", None),
         ("20", None, "q"),
     ]
-    assert ann.item["label"] == "neg"
+    assert ann.item["label"] == ""  # the data's label is hidden unless asked for
+    shown = Annotator(frame, store=tmp_path / "b.sqlite", annotator="ana", show_label=True)
+    assert shown.item["label"] == "neg"
 
     features = datasets.Features(
         {"text": datasets.Value("string"), "label": datasets.ClassLabel(names=["neg", "pos"])}
@@ -238,8 +249,12 @@ def test_examples_is_the_name_and_items_still_works_with_a_warning(tmp_path: Pat
     assert (old.count, old.item, old.progress) == (new.count, new.item, new.progress)
     with pytest.raises(TypeError, match=r"give examples= only \(items= is its deprecated name\)"):
         Annotator(TEXTS, items=TEXTS, store=tmp_path / "c.sqlite", annotator="ana")
-    with pytest.raises(TypeError, match="needs the examples to annotate"):
+    with pytest.raises(InputError, match="holds no items: pass the examples"):
         Annotator(store=tmp_path / "c.sqlite", annotator="ana")
+    # No examples: the store's own items (a store may come first).
+    assert [i.id for i in Annotator(Store(tmp_path / "a.sqlite"), annotator="ana")._items] == [
+        i.id for i in new._items
+    ]
 
 
 def test_keyword_state_is_applied_after_the_items(path: Path) -> None:
@@ -253,9 +268,9 @@ def test_items_that_are_part_of_a_larger_store(path: Path) -> None:
     store.save("x1", annotator="ana", spans=[(0, 1)])
     ann = Annotator([{"id": "x3", "text": "other item 3"}, "new one"], store=store, annotator="ana")
     assert not ann._order.aligned
-    assert ann.progress == [0, 2] and ann.index == 0  # x1 is not one of these items
-    ann.save()
-    assert ann.progress == [1, 2] and ann.index == 1
+    assert ann.progress == [0, 2, 0] and ann.index == 0  # x1 is not one of these items
+    ann.save(no_evidence=True)
+    assert ann.progress == [1, 2, 1] and ann.index == 1
     assert store.progress("ana") == (2, 6)
 
 
@@ -265,7 +280,7 @@ def test_page_messages_save_move_and_refuse(path: Path, monkeypatch: pytest.Monk
     reply = page.save(spans=[[1, 3]], label="pos", confidence=0.5)
     assert reply == {"type": "saved", "request": 1, "index": 0, "item_id": "0"} | {
         "revision": 1,
-        "progress": [1, 4],
+        "progress": [1, 4, 0],
     }
     assert ann.index == 1 and rows(path)["0"] == ([[1, 3]], "pos", None, 0.5)
 
@@ -289,14 +304,21 @@ def test_page_messages_save_move_and_refuse(path: Path, monkeypatch: pytest.Monk
     assert page.ask(type="first") == {"type": "shown", "request": 9, "index": 1}
     reply = page.save(advance=False, spans=[[0, 1]], note="n")
     assert reply["type"] == "saved" and ann.index == 1 and ann.saved["note"] == "n"
-    for k in (2, 3):
-        ann.index = k
-        ann.save()
+    # An empty save must say "no evidence": refused, nothing written; then said.
+    ann.index = 2
+    reply = page.save(spans=[])
+    assert reply["type"] == "refused" and "nothing is marked" in reply["message"]
+    assert set(rows(path)) == {"0", "1"}
+    reply = page.save(spans=[], no_evidence=True, seconds=3.5)
+    assert reply["type"] == "saved" and reply["progress"] == [3, 4, 1]
+    assert ann.store.load("2", annotator="ana").seconds == 3.5
+    ann.index = 3
+    ann.save(no_evidence=True)
     reply = page.ask(type="first")
     assert reply["type"] == "refused" and "all 4 items are saved" in reply["message"]
     ann._on_message(ann, {"type": "unknown"}, [])
     ann._on_message(ann, "not a dict", [])
-    assert len(page.replies) == 11  # nothing answered those two
+    assert len(page.replies) == 13  # nothing answered those two
 
 
 def test_a_saved_page_refuses_to_save(path: Path) -> None:
@@ -321,7 +343,11 @@ def test_prediction_is_shown_and_labels_come_from_the_model(path: Path, classifi
     model, tokenizer = classifier
     texts = ["the keys to the cabinet are on the table", "the movie was great"]
     was = model.training
-    ann = Annotator(texts, store=path, annotator="ana", model=model, tokenizer=tokenizer)
+    hidden = Annotator(texts, store=path, annotator="ana", model=model, tokenizer=tokenizer)
+    assert hidden.prediction == {}  # hidden unless asked for: it anchors the annotator
+    ann = Annotator(
+        texts, store=path, annotator="ana", model=model, tokenizer=tokenizer, show_prediction=True
+    )
     assert model.training == was  # run in eval mode, left as it was
     assert ann.labels == ["negative", "positive"]
     assert set(ann.prediction) == {"label", "probability", "truncated"}
@@ -397,13 +423,20 @@ def test_an_item_the_model_cannot_score_says_why_and_stays_usable(path: Path, cl
     def broken(item: Any) -> Any:
         raise RuntimeError("CUDA out of memory")
 
-    ann = Annotator(["fine text"], store=path, annotator="ana", model=model, tokenizer=tokenizer)
+    ann = Annotator(
+        ["fine text"],
+        store=path,
+        annotator="ana",
+        model=model,
+        tokenizer=tokenizer,
+        show_prediction=True,
+    )
     ann._model._predictions.clear()
     ann._model._predict = broken
     ann.index = 0
     ann._run_model()
     assert "the model could not score this item: CUDA out of memory" in ann.status
-    ann.save()  # annotating goes on
+    ann.save(no_evidence=True)  # annotating goes on
     assert rows(path)["0"] == ([], None, None, None)
 
 
@@ -419,6 +452,7 @@ def test_the_shipped_demo_model(path: Path) -> None:
         tokenizer=tokenizer,
         show_scores=True,
         methods=["rollout"],
+        show_prediction=True,
     )
     assert ann.labels == ["singular", "plural"]
     assert ann.prediction["label"] in ann.labels

@@ -19,6 +19,7 @@ from typing import Any
 from attnwidget.annotations import Annotation, Item, Store
 from attnwidget.annotations import validate as _validate
 from attnwidget.errors import InputError
+from attnwidget.views.annotate._units import Units
 from attnwidget.views.core.message_size import MESSAGE_CAP, message_bytes
 
 #: The columns (or keys) an item may have; others are ignored.
@@ -111,7 +112,7 @@ def coerce_items(items: Any) -> list[Item]:
                 "as {'id': 'a1', 'text': 'the words to mark'}"
             )
         text = row.get("text")
-        if _missing(text) or (isinstance(text, str) and not text.split()):
+        if _missing(text) or (isinstance(text, str) and (not text or text.isspace())):
             raise InputError(
                 f"item {position} (id {str(row['id'])!r}) has no text to annotate: give every "
                 "item a 'text' with at least one word, or leave that item out"
@@ -135,42 +136,92 @@ class ItemOrder:
     the store was made for them), it answers from its indexes
     (:meth:`Store.progress`, :meth:`Store.first_unannotated`), which also
     count saves made meanwhile by another process. Otherwise (the items are
-    some of a larger store's, or in another order) the saved ones are looked
-    up once here and counted as this annotator saves.
+    some of a larger store's, in another order, or an annotator's queue) the
+    saved ones are looked up once here and counted as this annotator saves.
+    ``stored_ids``: the store's item ids in order, when the caller read them.
     """
 
-    def __init__(self, store: Store, items: list[Item], annotator: str) -> None:
+    def __init__(
+        self,
+        store: Store,
+        items: list[Item],
+        annotator: str,
+        stored_ids: list[str] | None = None,
+    ) -> None:
         self.store = store
         self.annotator = annotator
         self.ids = [item.id for item in items]
-        stored = [item.id for item in store.items()]
-        self.aligned = stored == self.ids
+        if stored_ids is None:
+            stored_ids = [item.id for item in store.items()]
+        self.aligned = stored_ids == self.ids
         self._done: set[int] = set()
+        self._empty: set[int] = set()
         if not self.aligned:
-            self._done = {
-                k
-                for k, ident in enumerate(self.ids)
-                if store.load(ident, annotator=annotator) is not None
-            }
+            for k, ident in enumerate(self.ids):
+                found = store.load(ident, annotator=annotator)
+                if found is not None:
+                    self.mark_done(k, found.no_evidence)
 
     def __len__(self) -> int:
         return len(self.ids)
 
-    def mark_done(self, index: int) -> None:
-        """Record that the item at ``index`` was saved."""
+    def mark_done(self, index: int, no_evidence: bool = False) -> None:
+        """Record that the item at ``index`` was saved (as no evidence or not)."""
         self._done.add(index)
+        if no_evidence:
+            self._empty.add(index)
+        else:
+            self._empty.discard(index)
 
-    def progress(self) -> tuple[int, int]:
-        """``(done, total)`` over these items."""
+    def progress(self) -> tuple[int, int, int]:
+        """``(done, total, no_evidence)`` over these items (no_evidence: of the done)."""
         if self.aligned:
-            return self.store.progress(self.annotator)
-        return len(self._done), len(self.ids)
+            found = self.store.progress(self.annotator)
+            return found.done, found.total, found.no_evidence
+        return len(self._done), len(self.ids), len(self._empty)
 
     def first_unannotated(self, start: int = 0) -> int | None:
         """The first of these items at or after ``start`` not saved yet, or None."""
         if self.aligned:
             return self.store.first_unannotated(self.annotator, start=start)
         return next((k for k in range(start, len(self.ids)) if k not in self._done), None)
+
+
+def load_items(
+    store: Store, checked: list[Item] | None, who: str, wanted: bool | None
+) -> tuple[list[Item], list[str], int | None]:
+    """Add the examples to the store (only those it lacks); the items to show, the
+    store's item ids in order, and the queue's length (None: no queue)."""
+    assignment = store.assignment()
+    if wanted and assignment is None:
+        raise InputError(
+            "assigned_only=True shows the annotator's queue, but the store has no "
+            "assignment: call store.assign([...names], overlap=...) first, or leave it out"
+        )
+    stored = store.items()  # one read: what to add, and whether the order matches
+    known = {item.id: item for item in stored}
+    fresh = [] if checked is None else [item for item in checked if known.get(item.id) != item]
+    if fresh:
+        store.add_items(fresh)  # an id with other content is refused here
+    stored_ids = [item.id for item in stored]
+    stored_ids += [item.id for item in fresh if item.id not in known]
+    items = stored if checked is None else checked
+    if not items:
+        raise InputError(
+            f"the store {store.path} holds no items: pass the examples to annotate, "
+            "Annotator(examples, store=..., annotator=...)"
+        )
+    if not (assignment is not None if wanted is None else wanted):
+        return items, stored_ids, None
+    queue = store.queue(who)  # an annotator not in the assignment is refused here
+    if not queue:
+        raise InputError(
+            f"{who!r} has no item in the store's assignment: nothing to annotate "
+            "(pass assigned_only=False to see every item)"
+        )
+    by_id = {item.id: item for item in stored}
+    by_id.update({item.id: item for item in items})
+    return [by_id[ident] for ident in queue], stored_ids, len(queue)
 
 
 def open_store(store: Any, labels: Sequence[str] | None) -> Store:
@@ -202,24 +253,30 @@ def choose_labels(
     return list(dict.fromkeys(item.label for item in items if item.label))
 
 
-def item_trait(k: int, item: Item) -> dict[str, Any]:
-    return {
+def item_trait(
+    k: int, item: Item, units: Units | None = None, show_label: bool = True
+) -> dict[str, Any]:
+    """The ``item`` trait: the units to draw (words without ``units``)."""
+    out: dict[str, Any] = {
         "index": k,
         "id": item.id,
-        "words": list(item.words),
+        "words": list(item.words) if units is None else units.texts,
         "text_pair": item.text_pair or "",
-        "label": item.label or "",
+        "label": (item.label or "") if show_label else "",
     }
+    if units is not None and units.gaps is not None:
+        out["gaps"] = units.gaps
+    return out
 
 
-def check_item_fits(k: int, item: Item) -> None:
+def check_item_fits(k: int, item: Item, trait: dict[str, Any] | None = None) -> None:
     """Refuse to show item ``k`` when its trait alone would pass the page's message cap.
 
     Checked before ``index`` changes, so Python and the page keep showing the
     same item; the send-time check (``views.core.message_size``) would only
     refuse the message after the traits had moved.
     """
-    size = message_bytes({"item": item_trait(k, item)})
+    size = message_bytes({"item": item_trait(k, item) if trait is None else trait})
     if size > MESSAGE_CAP:
         raise InputError(
             f"Annotator: item {item.id!r} (index {k}, {len(item.text):,} characters of text) "
@@ -229,13 +286,21 @@ def check_item_fits(k: int, item: Item) -> None:
         )
 
 
-def saved_trait(found: Annotation) -> dict[str, Any]:
+def saved_trait(found: Annotation, units: Units | None = None) -> dict[str, Any]:
+    """The ``saved`` trait; ``units``: its marks over them (else its word spans)."""
+    spans = (
+        [list(span) for span in found.spans]
+        if units is None
+        else units.from_chars(found.char_spans)
+    )
     return {
-        "spans": [list(span) for span in found.spans],
+        "spans": spans,
+        "no_evidence": found.no_evidence,
         "label": found.label or "",
         "note": found.note or "",
         "confidence": found.confidence,
         "revision": found.revision,
+        "reverted_from": found.reverted_from,
         "saved_at": found.saved_at.isoformat(),
     }
 

@@ -1,4 +1,5 @@
-"""The Annotator's page -> kernel requests: save an item, go to one, go to the first left.
+"""The Annotator's page -> kernel requests: save an item, undo or redo its last
+change, go to an item, go to the first left.
 
 Kept apart from the widget class (state) so each stays small; the message
 schema is described in :mod:`attnwidget.views.annotate.annotator`.
@@ -12,6 +13,9 @@ from typing import Any
 from attnwidget.errors import InputError
 
 log = logging.getLogger(__name__)
+
+#: The requests the page may send (each answered by :func:`answer_page`).
+REQUESTS = ("save", "go", "first", "undo", "redo")
 
 
 def answer_page(ann: Any, content: dict[str, Any]) -> dict[str, Any]:
@@ -38,17 +42,27 @@ def answer_page(ann: Any, content: dict[str, Any]) -> dict[str, Any]:
                 f"the page's item {content.get('item_id')!r} is not item {k} "
                 f"({ann._items[k].id!r}) any more: nothing was saved"
             )
-        saved = ann._save(
-            k,
-            content.get("spans", []),
-            content.get("label", ""),
-            content.get("note", ""),
-            content.get("confidence"),
-        )
+        if content["type"] in ("undo", "redo"):
+            saved = ann._step(k, -1 if content["type"] == "undo" else 1)
+        else:
+            saved = ann._save(
+                k,
+                content.get("spans", []),
+                content.get("label", ""),
+                content.get("note", ""),
+                content.get("confidence"),
+                content.get("no_evidence", False),
+                content.get("seconds"),
+            )
     except Exception as error:  # never raise into the comm: the page shows it
         log.warning("attnwidget: the page's %s was refused: %s", content.get("type"), error)
         return {"type": "refused", "request": request, "index": k, "message": str(error)}
-    if content.get("advance") and ann.index == k and k + 1 < ann.count:
+    if (
+        content["type"] == "save"
+        and content.get("advance")
+        and ann.index == k
+        and k + 1 < ann.count
+    ):
         ann.index = k + 1
     return {
         "type": "saved",

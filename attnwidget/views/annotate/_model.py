@@ -91,6 +91,7 @@ class ModelSide:
         self.method_options = method_options
         self._predictions: OrderedDict[str, Prediction] = OrderedDict()
         self._scores: OrderedDict[str, WordScores] = OrderedDict()
+        self._suggested: OrderedDict[tuple[str, str, float], list[tuple[int, int]]] = OrderedDict()
 
     def predict(self, item: Item) -> Prediction:
         """The classifier's top label for the item and its probability (cached)."""
@@ -107,6 +108,58 @@ class ModelSide:
             found = self._word_scores(item)
             _remember(self._scores, item.id, found)
         return found
+
+    def suggest(self, item: Item, method: str, top: float) -> list[tuple[int, int]]:
+        """The character spans of the item's top ``top`` share of tokens by ``method``
+        (at least one; tokens of ``text`` only, highest score first; cached)."""
+        key = (item.id, method, top)
+        found = self._suggested.get(key)
+        if found is None:
+            found = self._suggest(item, method, top)
+            _remember(self._suggested, key, found)
+        return found
+
+    def _suggest(self, item: Item, method: str, top: float) -> list[tuple[int, int]]:
+        from attnwidget.annotations.alignment import _encode
+        from attnwidget.pipeline.explain import explain
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", TruncationWarning)
+            exp = explain(
+                self.model,
+                self.tokenizer,
+                item.text,
+                text_pair=item.text_pair,
+                methods=[method],
+                method_options=(
+                    {method: self.method_options[method]}
+                    if self.method_options and method in self.method_options
+                    else None
+                ),
+                truncation=True,
+            )
+        scores = np.asarray(exp.scores[method], dtype=np.float64).reshape(-1)
+        encoding = _encode(self.tokenizer, item.text, item.text_pair, len(scores))
+        try:
+            sequence = list(encoding.sequence_ids(0))
+        except (AttributeError, ValueError, TypeError):
+            special = encoding.get("special_tokens_mask") or [0] * len(scores)
+            sequence = [None if flag else 0 for flag in special]
+        offsets = [(int(s), int(e)) for s, e in encoding["offset_mapping"]]
+        ours = [
+            k
+            for k, (s, e) in enumerate(offsets)
+            if k < len(scores)
+            and sequence[k] == 0
+            and e > s
+            and np.isfinite(scores[k])
+            and item.text[s:e].strip()
+        ]
+        if not ours:
+            return []
+        count = max(1, round(top * len(ours)))
+        best = sorted(ours, key=lambda k: -scores[k])[:count]
+        return sorted(offsets[k] for k in best)
 
     def _predict(self, item: Item) -> Prediction:
         import torch
@@ -156,7 +209,7 @@ class ModelSide:
         return WordScores(names, signed, matrix.astype(np.float32))
 
 
-def _remember(cache: OrderedDict[str, Any], key: str, value: Any) -> None:
+def _remember(cache: OrderedDict[Any, Any], key: Any, value: Any) -> None:
     cache[key] = value
     cache.move_to_end(key)
     while len(cache) > CACHE_ITEMS:

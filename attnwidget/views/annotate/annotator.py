@@ -1,87 +1,37 @@
 """Annotator: mark human rationales by hand, each save written to a Store at once.
 
-Message schema (traits synced with ``js/src/annotate/annotator_types.ts``
-``AnnotatorTraits``; tests/test_fixtures_js.py and the JS tests check that
-both name the same traits). The current item has n words:
-
-====================  ==============  =============================================
-trait                 type            meaning
-====================  ==============  =============================================
-``_view``             str             ``"annotator"``: the JS view that renders it
-``annotator``         str             who annotates (every save is under this name)
-``count``             int             how many items there are
-``item``              dict            the shown item: ``index``, ``id``, ``words``
-                                      (``text.split()``: what spans index, shown as
-                                      text, never HTML), ``text_pair`` and
-                                      ``label`` (the data's own label; "" if none).
-                                      The page draws from it, so words and index
-                                      always arrive together
-``labels``            list[str]       the label buttons, in order (keys 1-9)
-``saved``             dict or None    the stored annotation of the item (``spans``,
-                                      ``label``, ``note``, ``confidence``,
-                                      ``revision``, ``saved_at``), None if none
-``progress``          list[int]       ``[done, total]`` for this annotator
-``prediction``        dict            ``{}`` or the model's ``label``,
-                                      ``probability`` and ``truncated`` (the
-                                      model saw only the text's first tokens)
-``methods``           list[str]       m methods of the score overlay (show_scores)
-``signed``            list[bool]      m flags: diverging colours centred at 0
-``scores``            bytes           float32 little-endian (m, n): each method's
-                                      token scores summed to words (NaN: a word
-                                      the model did not see), a binary buffer
-``shape``             list[int]       ``[m, n]`` (``[0, n]`` with no scores)
-``status``            str             a note on the item ("" if none), e.g. why
-                                      the model could not score it
-``index``             int             the item shown, 0..count-1; set it (or call
-                                      next()/previous()) to move
-``selection``         list[list[int]] the marked words as ``[start, end]`` spans,
-                                      end exclusive, sorted, not overlapping;
-                                      set by clicks in the page and from Python
-``label``             str             the chosen label, "" for none (synced)
-``note``              str             the annotator's note (synced)
-``confidence``        float or None   0..1, None for not given (synced)
-``overlay``           bool            draw the score overlay (the page's toggle)
-``selected_method``   str             the overlay's method (synced)
-====================  ==============  =============================================
-
-Page -> kernel messages: ``{"type": "save", "request", "index", "item_id",
-"spans", "label", "note", "confidence", "advance"}`` (Enter, or the Save
-button), ``{"type": "go", "request", "index"}`` (arrows, Skip) and
-``{"type": "first", "request"}`` (jump to the first unannotated item).
-Replies: ``{"type": "saved", "request", "index", "item_id", "revision",
-"progress"}`` (sent after the next item's state, with ``advance``), ``{"type":
-"shown", "request", "index"}`` (after a move) or ``{"type": "refused",
-"request", "index", "message"}``; a refused save changes nothing and the page
-keeps its marks.
+The synced traits and the page's messages are described in
+:mod:`attnwidget.views.annotate._traits`; showing an item is in
+:mod:`._display`, the page's requests in :mod:`._messages`, undo/redo in
+:mod:`._history`, the options of what the annotator sees in :mod:`._options`
+and the units a mark covers (words, tokens, characters) in :mod:`._units`.
 """
 
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-import traitlets
-
 from attnwidget.annotations import Annotation, Item, Store
 from attnwidget.annotations import validate as _validate
 from attnwidget.errors import InputError
+from attnwidget.views.annotate._display import AnnotatorDisplay
+from attnwidget.views.annotate._history import Timeline
 from attnwidget.views.annotate._items import (
     ItemOrder,
-    check_item_fits,
     choose_labels,
     coerce_items,
-    item_trait,
+    load_items,
     open_store,
     saved_trait,
-    values_of,
 )
-from attnwidget.views.annotate._messages import answer_page
+from attnwidget.views.annotate._messages import REQUESTS, answer_page
 from attnwidget.views.annotate._model import ModelSide
-from attnwidget.views.annotate._traits import AnnotatorTraits
+from attnwidget.views.annotate._options import check_options
 from attnwidget.views.core.base import RecordedReply
-from attnwidget.views.core.buffers import encode_float32
 from attnwidget.views.core.selection import renamed_keyword
 
 log = logging.getLogger(__name__)
@@ -90,51 +40,82 @@ log = logging.getLogger(__name__)
 _STATE = ("index", "selection", "label", "note", "confidence", "overlay", "selected_method")
 
 
-class Annotator(AnnotatorTraits):
+class Annotator(AnnotatorDisplay):
     """Mark which words of each item justify its label; every save goes to ``store`` at once.
 
     One item at a time: its words as chips. Click a word to mark it (again to
     unmark it) or drag across words to mark (or, starting on a marked word,
     unmark) them all; marked neighbours form one span. Pick a label with its
-    button (or key 1-9); the model's prediction is shown as a hint when a
-    model is given. A note and a confidence slider are optional. Enter saves
-    and shows the next item; Skip and the arrow keys move without saving
-    (unsaved marks are kept for the session and come back with the item);
-    "First unannotated" jumps to the first item not saved yet. Saving with no
-    word marked records that the item holds no evidence (the store's
-    ``no_evidence=True``), which is not the same as leaving it unannotated.
+    button (or key 1-9). A note and a confidence slider are optional. Enter
+    saves and shows the next item; Skip and the arrow keys move without
+    saving (unsaved marks are kept for the session and come back with the
+    item); "First unannotated" jumps to the first item not saved yet.
+
+    Saving with nothing marked is refused: the page asks for an explicit
+    choice, "No evidence" (its button, or key N), stored as the store's
+    ``no_evidence=True`` (not the same as leaving the item unannotated),
+    shown as such and counted apart in the progress line. Undo (Ctrl+Z, or
+    its button) restores the item's previous saved revision and redo
+    (Ctrl+Shift+Z or Ctrl+Y) goes forward again, each an ordinary new
+    revision in the store (:meth:`Store.revert`); the page says which
+    revision is shown. The time spent on an item, from when it is drawn to
+    its save (time the page was hidden left out), is saved as ``seconds``.
 
     Keys (with the widget focused): ←/→ previous/next item; Shift+←/→ move the
-    word cursor; Space marks/unmarks the word under the cursor; 1-9 pick a
-    label; Enter saves and goes to the next item; Esc clears the marks.
+    cursor; Space marks/unmarks the unit under the cursor; 1-9 pick a label;
+    Enter saves and goes to the next item; N saves "no evidence"; A accepts
+    the suggestions; Esc clears the marks; Ctrl+Z / Ctrl+Shift+Z undo / redo.
 
     Reopening on the same store and annotator resumes at the first item not
     yet saved; a saved item shows its saved marks, label, note and confidence.
 
-    With ``model`` and ``tokenizer`` (a sequence classifier) each item shows
-    the model's predicted label and probability; with ``show_scores=True``
-    also each method's scores (:func:`attnwidget.explain`) summed from tokens
-    to words (:mod:`attnwidget.annotations.alignment`), as an overlay the page
-    can hide. Off by default: seeing the model's scores anchors annotators.
+    What the annotator sees: the data's label and the model's prediction are
+    hidden unless ``show_label=True`` / ``show_prediction=True`` (both anchor
+    the annotator); ``guidelines`` are shown in a collapsible panel and their
+    version is saved with each save. With ``model`` and ``tokenizer`` (a
+    sequence classifier) and ``show_scores=True`` each method's scores
+    (:func:`attnwidget.explain`) summed from tokens to words are drawn as an
+    overlay the page can hide. With ``suggest="rollout"`` the method's top
+    tokens are pre-marked as suggestions (dashed underline) that the
+    annotator accepts (A, or "Accept suggestions") or edits; the page warns
+    that suggestions anchor, and each save records ``suggestion_shown``.
 
     Args:
         examples: texts; dicts with ``id``, ``text`` and optionally ``label``
             and ``text_pair``; a pandas DataFrame or a ``datasets.Dataset``
             with those columns (a ClassLabel ``label`` is read as its names).
             Ids default to the position (a DataFrame's index) as a string.
-            Each example is one item of the store. Named ``items`` before
-            (still accepted for one release, with a DeprecationWarning).
+            Each example is one item of the store. None (or left out): the
+            store's own items. Named ``items`` before (still accepted for one
+            release, with a DeprecationWarning).
         store: a :class:`~attnwidget.annotations.Store` or the path of one
-            (opened, or created, with ``labels``). The examples are added to it.
+            (opened, or created, with ``labels``). The examples are added to
+            it. A store may also be passed as the first argument.
         annotator: the annotator's name (non-empty).
         labels: the label choices (default: the store's; else the model's;
             else the examples' own labels; else no label).
-        model, tokenizer: a sequence classifier and its tokenizer (optional).
+        model, tokenizer: a sequence classifier and its tokenizer (optional;
+            ``granularity="token"`` needs only the tokenizer).
         methods: the overlay's methods (default: explain's defaults).
         method_options: per-method options for those methods, as for
             :func:`attnwidget.explain` (checked now: unknown methods, options
             and values are refused before any item is explained).
         show_scores: compute and draw the methods' word scores (default False).
+        guidelines: markdown shown in a collapsible panel (a safe subset is
+            drawn: headings, lists, emphasis, code; everything is text).
+        guidelines_version: saved with each save (default: the first 12
+            hex digits of the guidelines' sha256; None without guidelines).
+        show_label: show the data's own label (default False).
+        show_prediction: show the model's predicted label (default False).
+        granularity: what one mark covers: ``"word"`` (default),
+            ``"token"`` (the tokenizer's tokens) or ``"char"`` (characters,
+            for text without spaces). Token and char marks are saved as
+            character spans; each save records the granularity.
+        suggest: a method whose top tokens are suggested (default None: off).
+        suggest_top: the share of each item's tokens suggested (0, 1].
+        assigned_only: show only this annotator's queue of the store's
+            assignment (:meth:`Store.assign`); default True when the store
+            has one.
 
     Example::
 
@@ -151,7 +132,7 @@ class Annotator(AnnotatorTraits):
         self,
         examples: Any = None,
         *,
-        store: Store | str | Path,
+        store: Store | str | Path | None = None,
         annotator: str,
         labels: Sequence[str] | None = None,
         model: Any = None,
@@ -159,13 +140,23 @@ class Annotator(AnnotatorTraits):
         methods: Sequence[str] | None = None,
         method_options: dict[str, dict[str, Any]] | None = None,
         show_scores: bool = False,
+        guidelines: str | None = None,
+        guidelines_version: str | None = None,
+        show_label: bool = False,
+        show_prediction: bool = False,
+        granularity: str = "word",
+        suggest: str | None = None,
+        suggest_top: float = 0.2,
+        assigned_only: bool | None = None,
         **kwargs: Any,
     ) -> None:
         examples = renamed_keyword(kwargs, "items", "examples", "Annotator", examples)
-        if examples is None:
+        if isinstance(examples, Store) and store is None:
+            examples, store = None, examples
+        if store is None:
             raise TypeError(
-                "Annotator() needs the examples to annotate: Annotator(examples, store=..., "
-                "annotator=...), examples a list of texts or dicts, a DataFrame or a Dataset."
+                "Annotator() needs a store: Annotator(examples, store='rationales.sqlite', "
+                "annotator=...), or Annotator(store=..., annotator=...) for the store's items"
             )
         if "method" in kwargs:
             kwargs["selected_method"] = renamed_keyword(
@@ -174,9 +165,12 @@ class Annotator(AnnotatorTraits):
         initial = {name: kwargs.pop(name) for name in _STATE if name in kwargs}
         super().__init__(**kwargs)
         who = _validate.annotator(annotator)
-        checked = coerce_items(examples)
+        checked = None if examples is None else coerce_items(examples)
         given_model_options = methods is not None or method_options is not None
-        if model is None and (tokenizer is not None or show_scores or given_model_options):
+        alone = tokenizer is not None and granularity == "token" and not given_model_options
+        if model is None and (
+            (tokenizer is not None and not alone) or show_scores or given_model_options
+        ):
             given = "show_scores=True" if show_scores else "tokenizer/methods"
             raise InputError(f"{given} needs a model: pass model= (a sequence classifier)")
         if methods is not None and not show_scores:
@@ -185,6 +179,19 @@ class Annotator(AnnotatorTraits):
             raise InputError(
                 "method_options= are the score overlay's method options: add show_scores=True"
             )
+        self._options = check_options(
+            guidelines=guidelines,
+            guidelines_version=guidelines_version,
+            show_label=show_label,
+            show_prediction=show_prediction,
+            granularity=granularity,
+            suggest=suggest,
+            suggest_top=suggest_top,
+            assigned_only=assigned_only,
+            model=model,
+            tokenizer=tokenizer,
+        )
+        self._tokenizer = tokenizer
         self._model = (
             None
             if model is None
@@ -197,18 +204,23 @@ class Annotator(AnnotatorTraits):
             )
         )
         self._store = open_store(store, labels)
-        self._store.add_items(checked)
+        items, stored_ids, queue = load_items(
+            self._store, checked, who, self._options.assigned_only
+        )
         # Each example is a store Item (the unit saves are made under); the synced
         # ``item`` trait is the one shown, so the list stays private as _items.
-        self._items = checked
-        self._order = ItemOrder(self._store, checked, who)
+        self._items = items
+        self._order = ItemOrder(self._store, items, who, stored_ids)
+        self._timeline = Timeline(self._store, who)
         self._drafts: dict[int, tuple[Any, ...]] = {}
+        self._unit_cache = OrderedDict()
         self._ready = False
         self._defer_model = False  # a page request runs the model after its reply
         with self.hold_sync():
             self.set_trait("annotator", who)
-            self.set_trait("count", len(checked))
-            self.set_trait("labels", choose_labels(labels, self._store, self._model, checked))
+            self.set_trait("count", len(items))
+            self.set_trait("settings", self._options.as_trait(queue))
+            self.set_trait("labels", choose_labels(labels, self._store, self._model, items))
             start = self._order.first_unannotated()
             self.set_trait("index", 0 if start is None else start)
             self._show(self.index)
@@ -230,15 +242,38 @@ class Annotator(AnnotatorTraits):
         """The item shown (see :attr:`index`)."""
         return self._items[self.index]
 
-    def save(self, *, advance: bool = True) -> Annotation:
+    def save(
+        self, *, advance: bool = True, no_evidence: bool = False, seconds: float | None = None
+    ) -> Annotation:
         """Save the current marks, label, note and confidence; then (``advance``,
-        as Enter does) show the next item. Raises ``InputError`` and saves
-        nothing when the store refuses them."""
+        as Enter does) show the next item. With nothing marked, pass
+        ``no_evidence=True`` (the page's "No evidence"). Raises ``InputError``
+        and saves nothing when the store refuses them."""
         k = self.index
-        saved = self._save(k, self.selection, self.label, self.note, self.confidence)
+        saved = self._save(
+            k, self.selection, self.label, self.note, self.confidence, no_evidence, seconds
+        )
         if advance and k + 1 < self.count:
             self.index = k + 1
         return saved
+
+    def undo(self) -> Annotation:
+        """Restore the shown item's previous saved revision (as a new revision)."""
+        return self._step(self.index, -1)
+
+    def redo(self) -> Annotation:
+        """Go forward again after :meth:`undo` (as a new revision)."""
+        return self._step(self.index, 1)
+
+    def accept_suggestions(self) -> list[list[int]]:
+        """Mark the suggested units too (what A does in the page); the new selection."""
+        mask = [False] * len(self.item.get("words", ()))
+        for start, end in [*self.selection, *self.suggested]:
+            mask[start:end] = [True] * (end - start)
+        from attnwidget.views.annotate._units import runs
+
+        self.selection = runs(mask)
+        return self.selection
 
     def next(self) -> int:
         """Show the next item (unsaved marks are kept); returns the new index."""
@@ -257,125 +292,76 @@ class Annotator(AnnotatorTraits):
             self.index = found
         return found
 
-    # -- showing an item -------------------------------------------------------
-
-    def _values(self) -> tuple[Any, ...]:
-        return (tuple(map(tuple, self.selection)), self.label, self.note, self.confidence)
-
-    def _show(self, k: int) -> None:
-        """Set the item traits of item ``k`` (inside the caller's hold_sync)."""
-        item = self._items[k]
-        found = self._store.load(item.id, annotator=self.annotator)
-        saved = None if found is None else saved_trait(found)
-        draft = self._drafts.get(k)
-        if draft is None and saved is not None:
-            draft = (saved["spans"], saved["label"], saved["note"], saved["confidence"])
-        spans, label, note, confidence = draft or ((), "", "", None)
-        self.set_trait("item", item_trait(k, item))
-        self.set_trait("saved", saved)
-        self.selection = [list(span) for span in spans]
-        self.label = label if label in self.labels or not self.labels else ""
-        self.note = note
-        self.confidence = confidence
-        self.set_trait("progress", list(self._order.progress()))
-        self.set_trait("prediction", {})
-        self.set_trait("status", "")
-        self._set_scores(None)
-
-    def _set_scores(self, found: Any) -> None:
-        n = len(self._items[self.index].words)
-        if found is None:
-            data, shape, methods, signed = b"", [0, n], [], []
-        else:
-            data, shape = encode_float32(found.scores)
-            methods, signed = found.methods, found.signed
-        self.set_trait("methods", methods)
-        self.set_trait("signed", signed)
-        self.set_trait("scores", data)
-        self.set_trait("shape", shape)
-        if methods and self.selected_method not in methods:
-            self.selected_method = methods[0]
-
-    def _run_model(self) -> None:
-        """The model's prediction and scores for the shown item, sent after the item."""
-        if self._model is None:
-            return
-        k = self.index
-        item = self._items[k]
-        try:
-            prediction = self._model.predict(item)
-            scores = self._model.word_scores(item) if self._model.show_scores else None
-        except Exception as error:  # never break navigation: say why instead
-            log.warning("attnwidget: the model could not score item %r: %s", item.id, error)
-            self.set_trait("status", f"the model could not score this item: {error}")
-            return
-        if self.index != k:
-            return
-        with self.hold_sync():
-            self.set_trait("prediction", prediction.as_trait())
-            if scores is not None:
-                self._set_scores(scores)
-            if prediction.truncated:
-                self.set_trait("status", "the model saw only the first tokens of this text")
-
-    def _check_fits(self, k: int) -> None:
-        if self._ready:
-            check_item_fits(k, self._items[k])
-
-    @traitlets.observe("index")
-    def _on_index(self, change: dict[str, Any]) -> None:
-        if not self._ready:
-            return
-        old, new = change["old"], change["new"]
-        if 0 <= old < len(self._items) and self.item.get("index") == old:
-            saved = self.saved
-            stored = None if saved is None else values_of(saved)
-            values = self._values()
-            empty = ((), "", "", None)
-            if values != (stored or empty):
-                self._drafts[old] = values
-            else:
-                self._drafts.pop(old, None)
-        with self.hold_sync():
-            self._show(new)
-        if not self._defer_model:
-            self._run_model()
-
     # -- saving ----------------------------------------------------------------
 
-    def _save(self, k: int, spans: Any, label: Any, note: Any, confidence: Any) -> Annotation:
+    def _save(
+        self,
+        k: int,
+        spans: Any,
+        label: Any,
+        note: Any,
+        confidence: Any,
+        no_evidence: Any = False,
+        seconds: Any = None,
+    ) -> Annotation:
         item = self._items[k]
         if label not in ("", None) and self.labels and label not in self.labels:
             raise InputError(
                 f"label {label!r} is not one of this annotator's labels {list(self.labels)}; "
                 "pick one of them (or '' for none)"
             )
+        _validate.flag(no_evidence, "no_evidence")
         marked = list(spans) if isinstance(spans, (list, tuple)) else spans
+        if isinstance(marked, list) and not marked and not no_evidence:
+            raise InputError(
+                f"item {item.id!r}: nothing is marked. Mark the evidence, or record that the "
+                "item has none: the 'No evidence' button (key N), save(no_evidence=True)"
+            )
+        options = self._options
+        marks: dict[str, Any] = {"spans": marked}
+        units = self._units(k)
+        if units is not None and marked:
+            checked = _validate.spans(marked, len(units.texts), f"item {item.id!r}")
+            marks = {"char_spans": units.to_chars(checked)}
         saved = self._store.save(
             item.id,
             annotator=self.annotator,
-            spans=marked,
             label=label or None,
             note=note or None,
             confidence=confidence,
-            # Saving with no word marked is how this page says "no evidence" (the store
-            # keeps that apart from "not yet annotated", and refuses empty spans without it).
-            no_evidence=isinstance(marked, list) and not marked,
+            no_evidence=no_evidence,
+            guidelines_version=options.guidelines_version,
+            seconds=_validate.seconds(seconds, f"item {item.id!r}"),
+            suggestion_shown=options.suggest,
+            granularity=options.granularity,
+            **marks,
         )
-        self._order.mark_done(k)
+        self._timeline.saved(item.id, saved.revision)
+        self._stored(k, saved)
+        return saved
+
+    def _step(self, k: int, by: int) -> Annotation:
+        restored = self._timeline.step(self._items[k].id, by)
+        self._stored(k, restored)
+        return restored
+
+    def _stored(self, k: int, saved: Annotation) -> None:
+        """Item ``k`` now holds ``saved``: its traits (when shown) and the progress."""
+        self._order.mark_done(k, saved.no_evidence)
         self._drafts.pop(k, None)
         with self.hold_sync():
             if k == self.index:
-                self.set_trait("saved", saved_trait(saved))
-                self.selection = [list(span) for span in saved.spans]
+                shown = saved_trait(saved, self._units(k))
+                self.set_trait("saved", shown)
+                self.set_trait("history", self._timeline.state(saved.item_id, saved))
+                self.selection = shown["spans"]
                 self.label = saved.label or ""
                 self.note = saved.note or ""
                 self.confidence = saved.confidence
             self.set_trait("progress", list(self._order.progress()))
-        return saved
 
     def _on_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
-        if not isinstance(content, dict) or content.get("type") not in ("save", "go", "first"):
+        if not isinstance(content, dict) or content.get("type") not in REQUESTS:
             return
         self._defer_model = True
         try:
@@ -403,7 +389,7 @@ class Annotator(AnnotatorTraits):
         return f"item {found.id!r} (index {self.index}, {len(found.text):,} characters of text)"
 
     def __repr__(self) -> str:
-        done, total = self.progress
+        done, total = self.progress[:2]
         return (
             f"Annotator(annotator={self.annotator!r}, index={self.index}, count={self.count}, "
             f"done={done}/{total}, store={str(self._store.path)!r})"
