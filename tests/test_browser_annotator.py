@@ -268,6 +268,8 @@ ENTER_TIMES = """async (k) => {
   const out = [];
   for (let i = 0; i < k; i++) {
     const before = root.dataset.index;
+    // Mark the word under the cursor (Space) first: an empty save asks for "No evidence".
+    root.dispatchEvent(new KeyboardEvent('keydown', { key: ' ', bubbles: true }));
     const t0 = performance.now();
     let drawn = null;
     const done = new Promise((resolve) => {
@@ -335,6 +337,7 @@ def test_prediction_and_score_overlay(
         tokenizer=tokenizer,
         methods=["rollout", "input_x_gradient"],
         show_scores=True,
+        show_prediction=True,
     )
     display(ann)
     page = page_session

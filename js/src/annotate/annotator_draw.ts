@@ -6,7 +6,7 @@
 import { css, scaleFor } from "../core/colors";
 import { clear, displayToken, h } from "../core/dom";
 import { formatNumber, formatPercent } from "../core/format";
-import type { Prediction, SavedAnnotation, ShownItem } from "./annotator_types";
+import type { HistoryState, Prediction, SavedAnnotation, Settings, ShownItem } from "./annotator_types";
 
 export interface Dom {
   root: HTMLElement;
@@ -17,6 +17,16 @@ export interface Dom {
   skip: HTMLButtonElement;
   first: HTMLButtonElement;
   save: HTMLButtonElement;
+  noEvidence: HTMLButtonElement;
+  undo: HTMLButtonElement;
+  redo: HTMLButtonElement;
+  accept: HTMLButtonElement;
+  queue: HTMLElement;
+  guidelines: HTMLDetailsElement;
+  guidelinesBody: HTMLElement;
+  guidelinesTitle: HTMLElement;
+  warning: HTMLElement;
+  revision: HTMLElement;
   pair: HTMLElement;
   words: HTMLElement;
   labels: HTMLElement;
@@ -36,8 +46,14 @@ export interface Dom {
 }
 
 export const KEYS_HELP =
-  "Keys: ←/→ previous/next item · Shift+←/→ move the word cursor · Space mark/unmark it · " +
-  "1–9 label · Enter save and next · Esc clear the marks. Click or drag across words to mark them.";
+  "Keys: ←/→ previous/next item · Shift+←/→ move the cursor · Space mark/unmark it · " +
+  "1–9 label · Enter save and next · N no evidence · A accept suggestions · Esc clear the marks · " +
+  "Ctrl+Z undo · Ctrl+Shift+Z / Ctrl+Y redo. Click or drag across words to mark them.";
+
+/** Shown above the words while suggestions are on. */
+export const SUGGEST_WARNING =
+  "Suggestions are on: the dashed words are a model's top tokens. They anchor judgement — " +
+  "mark what YOU see as evidence; accept (A) only what you agree with.";
 
 const button = (text: string, className: string, title: string): HTMLButtonElement =>
   h("button", { className: `attnw-ann-button ${className}`, text, attrs: { type: "button", title } });
@@ -51,6 +67,16 @@ export function buildDom(): Dom {
   const skip = button("Skip →", "attnw-ann-skip", "Next item without saving (→)");
   const first = button("First unannotated", "attnw-ann-first", "Jump to the first item not saved yet");
   const save = button("Save ⏎", "attnw-ann-save", "Save and go to the next item (Enter)");
+  const noEvidence = button("No evidence", "attnw-ann-no-evidence", "Save: nothing in this text is evidence (N)");
+  const undo = button("↶ Undo", "attnw-ann-undo", "Restore the previous saved revision (Ctrl+Z)");
+  const redo = button("↷ Redo", "attnw-ann-redo", "Go forward again (Ctrl+Shift+Z or Ctrl+Y)");
+  const accept = button("Accept suggestions", "attnw-ann-accept", "Mark the suggested words too (A)");
+  const queue = h("span", { className: "attnw-ann-queue" });
+  const guidelinesTitle = h("summary", { className: "attnw-ann-guidelines-title", text: "Guidelines" });
+  const guidelinesBody = h("div", { className: "attnw-ann-guidelines-body" });
+  const guidelines = h("details", { className: "attnw-ann-guidelines" }, [guidelinesTitle, guidelinesBody]);
+  const warning = h("div", { className: "attnw-ann-warning", text: SUGGEST_WARNING, attrs: { role: "note" } });
+  const revision = h("span", { className: "attnw-ann-revision" });
   const pair = h("div", { className: "attnw-ann-pair" });
   const words = h("div", { className: "attnw-ann-words", attrs: { role: "group", "aria-label": "Words (click or drag to mark)" } });
   const labels = h("div", { className: "attnw-ann-labels", attrs: { role: "group", "aria-label": "Label" } });
@@ -80,8 +106,10 @@ export function buildDom(): Dom {
       attrs: { tabindex: 0, role: "application", "aria-label": "Annotator", "data-state": "loading", "data-lm-suppress-shortcuts": "true" },
     },
     [
-      h("div", { className: "attnw-ann-head" }, [bar, progressText, position, saved]),
-      h("div", { className: "attnw-ann-nav" }, [previous, skip, first, save]),
+      h("div", { className: "attnw-ann-head" }, [bar, progressText, queue, position, saved, revision]),
+      guidelines,
+      h("div", { className: "attnw-ann-nav" }, [previous, skip, first, save, noEvidence, undo, redo, accept]),
+      warning,
       pair,
       words,
       h("div", { className: "attnw-ann-label-row" }, [h("span", { className: "attnw-ann-caption", text: "Label" }), labels, hint]),
@@ -96,7 +124,8 @@ export function buildDom(): Dom {
     ],
   );
   return {
-    root, bar, progressText, position, previous, skip, first, save, pair, words, labels, hint, note, confidence,
+    root, bar, progressText, position, previous, skip, first, save, noEvidence, undo, redo, accept, queue,
+    guidelines, guidelinesBody, guidelinesTitle, warning, revision, pair, words, labels, hint, note, confidence,
     confidenceText, confidenceClear, overlayRow, overlayToggle, method, legend, saved, status, chips: [],
   };
 }
@@ -111,11 +140,13 @@ export function drawItem(dom: Dom, item: ShownItem | null, count: number): void 
     return;
   }
   const fragment = document.createDocumentFragment();
+  const gaps = item.gaps;
   item.words.forEach((word, i) => {
-    const chip = h("span", { className: "attnw-ann-word", text: displayToken(word), attrs: { "data-index": i } });
+    const chip = h("span", { className: "attnw-ann-word", text: gaps ? word : displayToken(word), attrs: { "data-index": i } });
     dom.chips.push(chip);
     fragment.appendChild(chip);
-    fragment.appendChild(document.createTextNode(" "));
+    const gap = gaps ? (gaps[i] ?? "") : " ";
+    if (gap) fragment.appendChild(document.createTextNode(gap));
   });
   dom.words.appendChild(fragment);
   const data = item.label ? ` · data label ${JSON.stringify(item.label)}` : "";
@@ -127,8 +158,15 @@ export function drawItem(dom: Dom, item: ShownItem | null, count: number): void 
 }
 
 /** Mark the chips of the mask (1: marked), the cursor and a drag's preview range. */
-export function drawMarks(dom: Dom, mask: Uint8Array, cursor: number, preview: { lo: number; hi: number; mark: boolean } | null): void {
+export function drawMarks(
+  dom: Dom,
+  mask: Uint8Array,
+  cursor: number,
+  preview: { lo: number; hi: number; mark: boolean } | null,
+  suggested: Uint8Array | null = null,
+): void {
   dom.chips.forEach((chip, i) => {
+    chip.classList.toggle("attnw-suggested", suggested !== null && suggested[i] === 1);
     let on = mask[i] === 1;
     const inPreview = preview !== null && preview.lo <= i && i <= preview.hi;
     if (inPreview) on = preview!.mark;
@@ -191,16 +229,42 @@ export function drawExtras(dom: Dom, note: string, confidence: number | null, fo
   dom.confidenceClear.disabled = !given;
 }
 
+/** "12 / 20 done, 3 no evidence" (the no-evidence part only when there are some). */
+export function progressText(progress: readonly number[]): string {
+  const nothing = progress[2] ?? 0;
+  return `${progress[0] ?? 0} / ${progress[1] ?? 0} done${nothing ? `, ${nothing} no evidence` : ""}`;
+}
+
+/** Which revision is shown, and what undo/redo restored ("" when nothing is saved). */
+export function revisionText(saved: SavedAnnotation | null): string {
+  if (!saved) return "";
+  const restored = saved.reverted_from ? `, restores revision ${saved.reverted_from}` : "";
+  return `showing revision ${saved.revision}${restored}`;
+}
+
 /** The progress bar and the "saved" badge of the item. */
-export function drawProgress(dom: Dom, progress: readonly number[], saved: SavedAnnotation | null, dirty: boolean): void {
+export function drawProgress(
+  dom: Dom,
+  progress: readonly number[],
+  saved: SavedAnnotation | null,
+  dirty: boolean,
+  history: HistoryState = {},
+): void {
   const done = progress[0] ?? 0;
   const total = progress[1] ?? 0;
   dom.bar.max = Math.max(total, 1);
   dom.bar.value = done;
-  dom.progressText.textContent = `${done} / ${total} done`;
+  dom.progressText.textContent = progressText(progress);
   dom.first.disabled = done >= total;
-  dom.saved.textContent = dirty ? (saved ? "changed, not saved" : "not saved") : saved ? `saved (revision ${saved.revision})` : "";
+  const what = saved?.no_evidence ? "saved: no evidence" : "saved";
+  dom.saved.textContent = dirty ? (saved ? "changed, not saved" : "not saved") : saved ? `${what} (revision ${saved.revision})` : "";
+  dom.saved.classList.toggle("attnw-ann-none", Boolean(saved?.no_evidence) && !dirty);
+  dom.words.classList.toggle("attnw-ann-none", Boolean(saved?.no_evidence) && !dirty);
+  dom.revision.textContent = revisionText(saved);
+  dom.undo.disabled = !history.undo;
+  dom.redo.disabled = !history.redo;
   dom.saved.classList.toggle("attnw-dirty", dirty);
+  dom.root.dataset.revision = saved ? String(saved.revision) : "";
   dom.root.dataset.dirty = dirty ? "true" : "false";
 }
 
@@ -239,4 +303,23 @@ export function drawOverlay(
     else chip.style.removeProperty("--attnw-ann-score");
     chip.title = Number.isFinite(value) ? `${methods[m]} ${formatNumber(value)}` : `${methods[m]}: not seen by the model`;
   });
+}
+
+/** The settings' parts of the page: the guidelines panel, the queue, the suggestions' warning. */
+export function drawSettings(dom: Dom, settings: Settings, render: (doc: Document, text: string) => Node[]): void {
+  const text = settings.guidelines ?? "";
+  const version = settings.guidelines_version ?? "";
+  dom.guidelines.hidden = !text.trim();
+  if (dom.guidelines.dataset.source !== text) {
+    clear(dom.guidelinesBody);
+    dom.guidelinesBody.append(...render(dom.root.ownerDocument, text));
+    dom.guidelines.dataset.source = text;
+  }
+  dom.guidelinesTitle.textContent = version ? `Guidelines (version ${version})` : "Guidelines";
+  const queue = settings.queue;
+  dom.queue.textContent = typeof queue === "number" ? `your queue: ${queue} item${queue === 1 ? "" : "s"}` : "";
+  dom.queue.hidden = typeof queue !== "number";
+  dom.warning.hidden = !settings.suggest;
+  dom.accept.hidden = !settings.suggest;
+  dom.root.dataset.granularity = settings.granularity ?? "word";
 }

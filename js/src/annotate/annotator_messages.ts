@@ -9,7 +9,7 @@
  * and shows why). A kernel that never answers settles it after `timeoutMs`
  * as refused, so the page never stays blocked.
  */
-import type { AnnotatorReply, AnnotatorRequest, FirstRequest, GoRequest, SaveRequest } from "./annotator_types";
+import type { AnnotatorReply, AnnotatorRequest, FirstRequest, GoRequest, SaveRequest, StepRequest } from "./annotator_types";
 
 /** How a request ended. */
 export type Outcome =
@@ -66,6 +66,11 @@ export class Requests {
   /** Ask for the first item not saved yet. */
   first(): boolean {
     return this.start({ type: "first", request: 0 } as FirstRequest);
+  }
+
+  /** Undo or redo the item's last change (false when another request is still out). */
+  step(kind: "undo" | "redo", index: number, item_id: string): boolean {
+    return this.start({ type: kind, request: 0, index, item_id } as StepRequest);
   }
 
   /** A message from the kernel; returns whether it settled the request that is out. */

@@ -14,8 +14,12 @@
  *   Shift+←/→    move the word cursor (Home/End: first/last word)
  *   Space        mark/unmark the word under the cursor
  *   1-9          pick label 1-9
- *   Enter        save and go to the next item
+ *   Enter        save and go to the next item (nothing marked: asks for N)
+ *   N            save "no evidence" (nothing marked, on purpose)
+ *   A            accept the suggestions (mark them too)
  *   Esc          clear the marks (in the note: leave the note)
+ *   Ctrl+Z       undo: restore the item's previous saved revision
+ *   Ctrl+Shift+Z, Ctrl+Y   redo
  */
 import type { Span } from "./annotator_types";
 
@@ -97,6 +101,10 @@ export type Action =
   | { kind: "toggle" }
   | { kind: "label"; index: number }
   | { kind: "save" }
+  | { kind: "no-evidence" }
+  | { kind: "accept" }
+  | { kind: "undo" }
+  | { kind: "redo" }
   | { kind: "clear" }
   | { kind: "leave-note" };
 
@@ -117,8 +125,14 @@ export type KeyTarget = "widget" | "note" | "slider" | "button";
  * number of label buttons (digits beyond it do nothing).
  */
 export function keyAction(event: KeyLike, labels: number, target: KeyTarget = "widget"): Action | null {
-  if (event.ctrlKey || event.metaKey || event.altKey) return null; // the browser's and notebook's shortcuts
   const { key } = event;
+  if ((event.ctrlKey || event.metaKey) && !event.altKey && target !== "note") {
+    const lower = key.toLowerCase();
+    if (lower === "z") return event.shiftKey ? { kind: "redo" } : { kind: "undo" };
+    if (lower === "y" && !event.shiftKey) return { kind: "redo" };
+    return null;
+  }
+  if (event.ctrlKey || event.metaKey || event.altKey) return null; // the browser's and notebook's shortcuts
   if (target === "note") {
     if (key === "Enter") return { kind: "save" };
     if (key === "Escape") return { kind: "leave-note" };
@@ -134,6 +148,8 @@ export function keyAction(event: KeyLike, labels: number, target: KeyTarget = "w
   if (key === "Home") return { kind: "cursor", to: "first" };
   if (key === "End") return { kind: "cursor", to: "last" };
   if (key === " " || key === "Spacebar") return target === "button" ? null : { kind: "toggle" };
+  if ((key === "n" || key === "N") && !event.shiftKey) return { kind: "no-evidence" };
+  if ((key === "a" || key === "A") && !event.shiftKey) return { kind: "accept" };
   if (/^[1-9]$/.test(key) && !event.shiftKey) {
     const index = Number(key) - 1;
     return index < labels ? { kind: "label", index } : null;
@@ -166,6 +182,13 @@ export function applyWordAction(state: WordState, action: Action): WordState {
     default:
       return state;
   }
+}
+
+/** `spans` with the `extra` spans marked too (accepting suggestions). */
+export function unionSpans(spans: readonly Span[], extra: readonly Span[], n: number): Span[] {
+  const mask = spansToMask(spans, n);
+  for (const [start, end] of extra) mask.fill(1, Math.max(0, start), Math.min(n, end));
+  return maskToSpans(mask);
 }
 
 /** The label a digit picks: labels[index], or "" when the same label is chosen already. */

@@ -8,11 +8,13 @@ import type { BaseTraits, Binary } from "../core/types";
 /** A run of marked words: [start, end), end exclusive. */
 export type Span = [number, number];
 
-/** The item shown: its words are what spans index (text, never HTML). */
+/** The item shown: its units (words, tokens or characters) are what spans index (text, never HTML). */
 export interface ShownItem {
   index: number;
   id: string;
   words: string[];
+  /** Token/char granularity: the text after each unit (absent: one space). */
+  gaps?: string[];
   text_pair: string;
   /** The data's own label ("" if none). */
   label: string;
@@ -21,6 +23,10 @@ export interface ShownItem {
 /** The stored annotation of the item. */
 export interface SavedAnnotation {
   spans: Span[];
+  /** Saved as "no evidence" (spans is then empty). */
+  no_evidence?: boolean;
+  /** The revision an undo/redo restored (null: an ordinary save). */
+  reverted_from?: number | null;
   label: string;
   note: string;
   confidence: number | null;
@@ -35,6 +41,27 @@ export interface Prediction {
   truncated?: boolean;
 }
 
+/** Undo/redo of the item shown. */
+export interface HistoryState {
+  undo?: boolean;
+  redo?: boolean;
+  /** The revision whose marks are current (null: nothing saved). */
+  shown?: number | null;
+}
+
+/** What the page shows, from the Annotator's options. */
+export interface Settings {
+  guidelines?: string;
+  guidelines_version?: string;
+  granularity?: "word" | "token" | "char";
+  /** The suggestions' method ("" off). */
+  suggest?: string;
+  show_label?: boolean;
+  show_prediction?: boolean;
+  /** The queue's length (null: no assignment). */
+  queue?: number | null;
+}
+
 export interface AnnotatorTraits extends BaseTraits {
   _view: "annotator";
   annotator: string;
@@ -42,8 +69,12 @@ export interface AnnotatorTraits extends BaseTraits {
   item: ShownItem | Record<string, never>;
   labels: string[];
   saved: SavedAnnotation | null;
-  /** [done, total]. */
+  /** [done, total, no_evidence]. */
   progress: number[];
+  history: HistoryState;
+  settings: Settings;
+  /** The suggested units as spans. */
+  suggested: Span[];
   prediction: Prediction;
   methods: string[];
   signed: boolean[];
@@ -76,8 +107,20 @@ export interface SaveRequest {
   label: string;
   note: string;
   confidence: number | null;
+  /** "No evidence": nothing is marked, on purpose. */
+  no_evidence: boolean;
+  /** Seconds spent on the item (shown to saved, the page hidden left out). */
+  seconds: number | null;
   /** Then show the next item. */
   advance: boolean;
+}
+
+/** page -> kernel: restore the item's previous (undo) or next (redo) revision. */
+export interface StepRequest {
+  type: "undo" | "redo";
+  request: number;
+  index: number;
+  item_id: string;
 }
 
 /** page -> kernel: show item `index` (arrows, Skip, first unannotated). */
@@ -93,7 +136,7 @@ export interface FirstRequest {
   request: number;
 }
 
-export type AnnotatorRequest = SaveRequest | GoRequest | FirstRequest;
+export type AnnotatorRequest = SaveRequest | GoRequest | FirstRequest | StepRequest;
 
 /** kernel -> page: the save is in the store. */
 export interface SavedReply {

@@ -16,13 +16,24 @@
  *   are and shows the kernel's message.
  * - Keys: see annotator_state.ts (and the help line in the view).
  *
+ * - Save with nothing marked sends nothing: the page asks for an explicit
+ *   "No evidence" (button or N), saved with no_evidence. Undo/redo
+ *   (Ctrl+Z, Ctrl+Shift+Z / Ctrl+Y, buttons) send "undo"/"redo": the kernel
+ *   restores a revision as a new one. Each save carries the seconds spent
+ *   on the item (annotator_timer.ts). Guidelines are drawn from markdown as
+ *   text nodes (annotator_markdown.ts); suggestions are dashed, A accepts.
+ *
  * Test hooks on the root: data-state (ready | busy), data-index (the item
  * drawn), data-item (its id), data-dirty, data-error (the last refusal's
- * text, "" after a success), data-drawn (a counter of item draws).
+ * text, "" after a success), data-drawn (a counter of item draws),
+ * data-asking ("true" while an empty save waits for "No evidence"),
+ * data-revision (the saved revision shown), data-granularity.
  */
 import type { AnyModel } from "@anywidget/types";
 
-import { buildDom, drawExtras, drawItem, drawLabels, drawMarks, drawOverlay, drawProgress, type Dom } from "./annotator_draw";
+import { buildDom, drawExtras, drawItem, drawLabels, drawMarks, drawOverlay, drawProgress, drawSettings, type Dom } from "./annotator_draw";
+import { renderMarkdown } from "./annotator_markdown";
+import { ItemTimer } from "./annotator_timer";
 import { Requests, type Outcome } from "./annotator_messages";
 import {
   applyWordAction,
@@ -32,6 +43,7 @@ import {
   keyAction,
   pickLabel,
   spansToMask,
+  unionSpans,
   type Draft,
   type KeyTarget,
 } from "./annotator_state";
@@ -48,11 +60,22 @@ type Model = AnyModel<AnnotatorTraits>;
 const STATE_TRAITS = [
   "selection", "label", "note", "confidence", "labels", "saved", "progress", "prediction",
   "methods", "signed", "scores", "shape", "overlay", "selected_method", "status", "count",
+  "history", "settings", "suggested",
 ] as const;
+
+const ASK_NO_EVIDENCE =
+  "Nothing is marked. If nothing in this text is evidence, press N (No evidence); otherwise mark the evidence first.";
 
 interface Drag {
   anchor: number;
   to: number;
+}
+
+/** Tell the timer when the page is hidden or shown; returns the unlisten. */
+function onVisibility(doc: Document, timer: ItemTimer): () => void {
+  const listener = (): void => timer.visibility(doc.hidden);
+  doc.addEventListener("visibilitychange", listener);
+  return () => doc.removeEventListener("visibilitychange", listener);
 }
 
 export function renderAnnotator({ model, el }: { model: Model; el: HTMLElement }): () => void {
@@ -66,7 +89,9 @@ export function renderAnnotator({ model, el }: { model: Model; el: HTMLElement }
   let cursor = 0;
   let drag: Drag | null = null;
   let error = "";
+  let asking = false;
   let drawn = 0;
+  const timer = new ItemTimer();
 
   const currentItem = (): ShownItem | null => {
     const value = model.get("item") as ShownItem | Record<string, never>;
@@ -92,6 +117,7 @@ export function renderAnnotator({ model, el }: { model: Model; el: HTMLElement }
   const statusText = (): string => {
     if (requests.busy) return requests.pending?.type === "save" ? "Saving…" : "Loading…";
     if (error) return `Not done: ${error}`;
+    if (asking) return ASK_NO_EVIDENCE;
     return model.get("status") ?? "";
   };
 
@@ -100,10 +126,12 @@ export function renderAnnotator({ model, el }: { model: Model; el: HTMLElement }
     const current = draft();
     let preview: { lo: number; hi: number; mark: boolean } | null = null;
     if (drag) preview = { lo: Math.min(drag.anchor, drag.to), hi: Math.max(drag.anchor, drag.to), mark: !isMarked(current.spans, drag.anchor) };
-    drawMarks(dom, spansToMask(current.spans, n), cursor, preview);
+    const suggested = model.get("suggested") ?? [];
+    drawMarks(dom, spansToMask(current.spans, n), cursor, preview, suggested.length ? spansToMask(suggested, n) : null);
+    drawSettings(dom, model.get("settings") ?? {}, renderMarkdown);
     drawLabels(dom, model.get("labels") ?? [], current.label, model.get("prediction") ?? {});
     drawExtras(dom, current.note, current.confidence, newItem);
-    drawProgress(dom, model.get("progress") ?? [0, 0], model.get("saved") ?? null, isDirty(current, savedDraft()));
+    drawProgress(dom, model.get("progress") ?? [0, 0], model.get("saved") ?? null, isDirty(current, savedDraft()), model.get("history") ?? {});
     let rows: Float32Array[] = [];
     try {
       const matrix = decodeMatrix(model.get("scores"), model.get("shape") ?? [0, 0]);
@@ -114,6 +142,8 @@ export function renderAnnotator({ model, el }: { model: Model; el: HTMLElement }
     drawOverlay(dom, model.get("methods") ?? [], model.get("signed") ?? [], rows, model.get("selected_method") ?? "", model.get("overlay") ?? true);
     root.dataset.state = requests.busy ? "busy" : "ready";
     root.dataset.error = error;
+    root.dataset.asking = asking ? "true" : "false";
+    dom.status.classList.toggle("attnw-ann-ask", asking && !error && !requests.busy);
     dom.note.readOnly = requests.busy;
     dom.status.textContent = statusText();
     dom.status.classList.toggle("attnw-ann-error", Boolean(error) && !requests.busy);
@@ -126,6 +156,8 @@ export function renderAnnotator({ model, el }: { model: Model; el: HTMLElement }
     if (changed) {
       cursor = 0;
       drag = null;
+      asking = false;
+      timer.start(root.ownerDocument.hidden);
     }
     drawItem(dom, item, model.get("count") ?? 0);
     drawn += 1;
@@ -149,16 +181,43 @@ export function renderAnnotator({ model, el }: { model: Model; el: HTMLElement }
 
   /** Change the page's draft: synced to Python at once, drawn now. */
   const setDraft = (patch: Partial<Pick<AnnotatorTraits, "selection" | "label" | "note" | "confidence">>): void => {
+    if (patch.selection && patch.selection.length) asking = false;
     saveTraits(model, patch);
     drawState();
   };
 
-  const save = (advance: boolean): void => {
+  const save = (advance: boolean, noEvidence = false): void => {
     if (!item || requests.busy) return;
     const d = draft();
     error = "";
-    requests.save({ index: item.index, item_id: item.id, spans: d.spans.map((s) => [s[0], s[1]] as Span), label: d.label, note: d.note, confidence: d.confidence, advance });
+    if (noEvidence && d.spans.length) {
+      error = "words are marked: clear them (Esc) before saving “No evidence”";
+      drawState();
+      return;
+    }
+    if (!noEvidence && !d.spans.length) {
+      asking = true; // an empty save stores nothing: ask for the explicit choice
+      drawState();
+      return;
+    }
+    asking = false;
+    requests.save({
+      index: item.index, item_id: item.id, spans: d.spans.map((s) => [s[0], s[1]] as Span), label: d.label,
+      note: d.note, confidence: d.confidence, no_evidence: noEvidence, seconds: timer.seconds(), advance,
+    });
     drawState();
+  };
+  const step = (kind: "undo" | "redo"): void => {
+    if (!item || requests.busy) return;
+    error = "";
+    asking = false;
+    requests.step(kind, item.index, item.id);
+    drawState();
+  };
+  const accept = (): void => {
+    if (!item || requests.busy) return;
+    const suggested = model.get("suggested") ?? [];
+    if (suggested.length) setDraft({ selection: unionSpans(spans(), suggested, item.words.length) });
   };
   const go = (index: number): void => {
     const count = model.get("count") ?? 0;
@@ -224,6 +283,10 @@ export function renderAnnotator({ model, el }: { model: Model; el: HTMLElement }
     else if (target?.closest?.(".attnw-ann-skip")) go(item.index + 1);
     else if (target?.closest?.(".attnw-ann-first")) first();
     else if (target?.closest?.(".attnw-ann-save")) save(true);
+    else if (target?.closest?.(".attnw-ann-no-evidence")) save(true, true);
+    else if (target?.closest?.(".attnw-ann-undo")) step("undo");
+    else if (target?.closest?.(".attnw-ann-redo")) step("redo");
+    else if (target?.closest?.(".attnw-ann-accept")) accept();
     else if (target?.closest?.(".attnw-ann-confidence-clear") && !requests.busy) setDraft({ confidence: null });
   };
   // Buttons do not take the focus from the widget: Space and Enter stay its keys.
@@ -245,7 +308,7 @@ export function renderAnnotator({ model, el }: { model: Model; el: HTMLElement }
   const keyTarget = (target: EventTarget | null): KeyTarget => {
     if (target === dom.note) return "note";
     if (target === dom.confidence || target === dom.method) return "slider";
-    if (target instanceof Element && target !== root && target.closest("button, input, select, label")) return "button";
+    if (target instanceof Element && target !== root && target.closest("button, input, select, label, summary")) return "button";
     return "widget";
   };
   const onKey = (event: KeyboardEvent): void => {
@@ -260,6 +323,13 @@ export function renderAnnotator({ model, el }: { model: Model; el: HTMLElement }
         return go(item.index + 1);
       case "save":
         return save(true);
+      case "no-evidence":
+        return save(true, true);
+      case "undo":
+      case "redo":
+        return step(action.kind);
+      case "accept":
+        return accept();
       case "leave-note":
         root.focus({ preventScroll: true });
         return;
@@ -296,6 +366,7 @@ export function renderAnnotator({ model, el }: { model: Model; el: HTMLElement }
     .on(dom.confidence, "input", onConfidence)
     .on(dom.overlayToggle, "change", onOverlay)
     .on(dom.method, "change", onMethod)
+    .add(onVisibility(doc, timer))
     .model(model, "msg:custom", onMessage)
     .traits(model, ["item"], scheduleItem)
     .traits(model, STATE_TRAITS, scheduleState)

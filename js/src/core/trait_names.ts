@@ -58,6 +58,7 @@ const annotator: Names<AnnotatorTraits> = {
   _view: true, annotator: true, count: true, item: true, labels: true, saved: true, progress: true,
   prediction: true, methods: true, signed: true, scores: true, shape: true, status: true, index: true,
   selection: true, label: true, note: true, confidence: true, overlay: true, selected_method: true,
+  history: true, settings: true, suggested: true,
 };
 
 const evaluation: Names<EvaluationTraits> = {

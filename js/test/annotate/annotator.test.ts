@@ -104,7 +104,7 @@ describe("keys", () => {
     assert.equal(act("4"), null);
     assert.equal(act("0"), null);
     assert.equal(act("1", {}, 0), null);
-    assert.equal(act("a"), null);
+    assert.equal(act("q"), null); // (A accepts suggestions, N saves "no evidence")
     assert.equal(act("ArrowRight", { ctrlKey: true }), null);
     assert.equal(act("Enter", { metaKey: true }), null);
     assert.equal(act("1", { altKey: true }), null);
@@ -194,7 +194,7 @@ describe("requests to the kernel", () => {
     const requests = new Requests((m) => sent.push(m), (o) => outcomes.push(o), 1000, timers);
     return { sent, outcomes, timers, requests };
   };
-  const fields = { index: 2, item_id: "r2", spans: [[0, 1]] as Span[], label: "pos", note: "", confidence: null, advance: true };
+  const fields = { index: 2, item_id: "r2", spans: [[0, 1]] as Span[], label: "pos", note: "", confidence: null, no_evidence: false, seconds: 1.5, advance: true };
 
   test("one request at a time, numbered; its reply settles it", () => {
     const { sent, outcomes, requests } = setup();
