@@ -120,7 +120,6 @@ class ModelSide:
         return found
 
     def _suggest(self, item: Item, method: str, top: float) -> list[tuple[int, int]]:
-        from attnwidget.annotations.alignment import _encode
         from attnwidget.pipeline.explain import explain
 
         with warnings.catch_warnings():
@@ -139,7 +138,21 @@ class ModelSide:
                 truncation=True,
             )
         scores = np.asarray(exp.scores[method], dtype=np.float64).reshape(-1)
-        encoding = _encode(self.tokenizer, item.text, item.text_pair, len(scores))
+        try:  # the tokens the scores belong to (truncated as explain truncated them)
+            encoding = self.tokenizer(
+                item.text,
+                item.text_pair,
+                return_offsets_mapping=True,
+                return_special_tokens_mask=True,
+                truncation=True,
+                max_length=len(scores),
+            )
+        except NotImplementedError:
+            raise InputError(
+                f"suggest= maps tokens to the text by their character offsets, which "
+                f"{type(self.tokenizer).__name__} does not give: load the fast tokenizer, "
+                "AutoTokenizer.from_pretrained(name, use_fast=True)"
+            ) from None
         try:
             sequence = list(encoding.sequence_ids(0))
         except (AttributeError, ValueError, TypeError):

@@ -97,10 +97,26 @@ class AnnotatorTraits(_AttnWidget):
     item = traitlets.Dict(read_only=True).tag(sync=True)
     labels = traitlets.List(traitlets.Unicode(), read_only=True).tag(sync=True)
     saved = traitlets.Dict(default_value=None, allow_none=True, read_only=True).tag(sync=True)
-    progress = traitlets.List(traitlets.Int(), [0, 0, 0], read_only=True).tag(sync=True)
-    history = traitlets.Dict(read_only=True).tag(sync=True)
-    settings = traitlets.Dict(read_only=True).tag(sync=True)
-    suggested = traitlets.List(traitlets.List(traitlets.Int()), read_only=True).tag(sync=True)
+    progress = traitlets.List(
+        traitlets.Int(),
+        [0, 0, 0],
+        read_only=True,
+        help="[done, total, no_evidence] of this annotator's items",
+    ).tag(sync=True)
+    history = traitlets.Dict(
+        read_only=True,
+        help="undo/redo of the item shown: undo, redo (possible) and shown (the revision)",
+    ).tag(sync=True)
+    settings = traitlets.Dict(
+        read_only=True,
+        help="guidelines, guidelines_version, granularity, suggest, show_label, "
+        "show_prediction and queue (its length, None without an assignment)",
+    ).tag(sync=True)
+    suggested = traitlets.List(
+        traitlets.List(traitlets.Int()),
+        read_only=True,
+        help="the suggested units as [start, end] spans (suggest=)",
+    ).tag(sync=True)
     prediction = traitlets.Dict(read_only=True).tag(sync=True)
     methods = traitlets.List(traitlets.Unicode(), read_only=True).tag(sync=True)
     signed = traitlets.List(traitlets.Bool(), read_only=True).tag(sync=True)

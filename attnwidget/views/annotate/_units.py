@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from attnwidget.annotations import Item
-from attnwidget.annotations._chars import word_offsets
+from attnwidget.annotations.alignment import word_spans as word_offsets
 from attnwidget.errors import InputError
 
 Span = tuple[int, int]
