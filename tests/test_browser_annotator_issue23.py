@@ -134,7 +134,9 @@ def test_guidelines_label_and_prediction_hidden_then_shown(
 def test_char_granularity_saves_the_dragged_characters(
     tmp_path: Path, page_watch: Any, solara_test: Any, page_session: Any
 ) -> None:
-    ann = Annotator(["北京欢迎你"], store=tmp_path / "c.sqlite", annotator="ana", granularity="char")
+    ann = Annotator(
+        ["北京欢迎你"], store=tmp_path / "c.sqlite", annotator="ana", granularity="char"
+    )
     display(ann)
     page = page_session
     wait_item(page, 0, 15000)
@@ -204,4 +206,39 @@ def test_suggestions_drawn_accepted_and_recorded(
     saved = ann.store.load("0", annotator="ana")
     assert saved.suggestion_shown == "rollout"
     assert saved.spans == tuple(tuple(s) for s in ann.suggested)
+    page_watch.assert_clean()
+
+
+def test_token_granularity_draws_tokens_and_saves_their_characters(
+    tmp_path: Path, page_watch: Any, solara_test: Any, page_session: Any
+) -> None:
+    from tiny_models import build
+
+    _, tokenizer = build("bert-cls")
+    text = "the cabinet keys"
+    ann = Annotator(
+        [text],
+        store=tmp_path / "t.sqlite",
+        annotator="ana",
+        tokenizer=tokenizer,
+        granularity="token",
+    )
+    display(ann)
+    page = page_session
+    wait_item(page, 0, 15000)
+    assert page.locator(ROOT).get_attribute("data-granularity") == "token"
+    words = page.locator(f"{ROOT} .attnw-ann-word").all_text_contents()
+    assert words == ann.item["words"]
+    assert page.locator(f"{ROOT} .attnw-ann-words").text_content() == text  # spaces between
+    last = len(words) - 1
+    drag(page, last - 1, last)
+    wait_until(lambda: ann.selection == [[last - 1, last + 1]])
+    page.keyboard.press("Enter")
+    wait_until(lambda: ann.store.load("0", annotator="ana") is not None)
+    saved = ann.store.load("0", annotator="ana")
+    offsets = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)[
+        "offset_mapping"
+    ]
+    assert saved.char_spans == ((offsets[last - 1][0], offsets[last][1]),)  # exactly
+    assert saved.granularity == "token"
     page_watch.assert_clean()
