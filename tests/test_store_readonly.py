@@ -30,11 +30,11 @@ def _mount(cmd: list[str]) -> None:
 
 @pytest.fixture
 def tmpfs(tmp_path: Path) -> Iterator[Path]:
-    """A fresh 256 KiB tmpfs, unmounted afterwards."""
+    """A fresh 512 KiB tmpfs, unmounted afterwards (room for an empty store of every table and a few saves)."""
     where = tmp_path / "mnt"
     where.mkdir()
     try:
-        _mount(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(where)])
+        _mount(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(where)])
     except OSError as error:
         pytest.skip(f"this environment cannot mount a tmpfs ({error}); run as root to test")
     try:
