@@ -30,7 +30,8 @@ def _mount(cmd: list[str]) -> None:
 
 @pytest.fixture
 def tmpfs(tmp_path: Path) -> Iterator[Path]:
-    """A fresh 512 KiB tmpfs, unmounted afterwards (room for an empty store of every table and a few saves)."""
+    """A fresh 512 KiB tmpfs, unmounted afterwards (an empty store of every
+    table and 400 items, and room for a few saves)."""
     where = tmp_path / "mnt"
     where.mkdir()
     try:
