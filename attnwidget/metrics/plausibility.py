@@ -135,17 +135,71 @@ def iou_f1(
     if convention == "eraser":
         if not predicted or not human:
             return PRF(0.0, 0.0, 0.0)
-        hits = sum(max(span_iou(p, h) for h in human) >= threshold for p in predicted)
+        pairs = _eligible(predicted, human, threshold)
+        hits = len({p for p, _ in pairs})
         precision, recall = hits / len(predicted), hits / len(human)
         f1 = 2 * precision * recall / (precision + recall) if precision and recall else 0.0
         return PRF(precision, recall, f1)
     if not predicted or not human:
         return _prf(0, len(predicted), len(human))
-    eligible = np.array([[span_iou(p, h) >= threshold for h in human] for p in predicted])
+    return _prf(_max_matching(_eligible(predicted, human, threshold)), len(predicted), len(human))
+
+
+def _eligible(
+    predicted: list[tuple[int, int]], human: list[tuple[int, int]], threshold: float
+) -> list[tuple[int, int]]:
+    """The (predicted, human) index pairs whose IOU (:func:`span_iou`) reaches ``threshold``.
+
+    Only overlapping spans can reach a positive threshold, so each predicted
+    span is compared with all human spans at once in numpy: linear in the
+    pairs, not a Python call per pair (pooled spans of thousands of items).
+    """
+    spans = np.asarray(human, dtype=np.int64)
+    starts, ends = spans[:, 0], spans[:, 1]
+    out: list[tuple[int, int]] = []
+    for index, (a, b) in enumerate(predicted):
+        overlap = np.minimum(ends, b) - np.maximum(starts, a)
+        near = np.flatnonzero(overlap > 0)
+        iou = overlap[near] / ((b - a) + (ends[near] - starts[near]) - overlap[near])
+        out.extend((index, int(h)) for h in near[iou >= threshold])
+    return out
+
+
+def _max_matching(pairs: list[tuple[int, int]]) -> int:
+    """The size of a maximum one-to-one matching over the eligible ``pairs``.
+
+    The matching of a bipartite graph is the sum of its connected components'
+    matchings, and eligible spans overlap, so components are small: each is
+    solved with scipy's assignment on its own (one matrix over all spans
+    would be cubic in their number).
+    """
+    if not pairs:
+        return 0
     from scipy.optimize import linear_sum_assignment
 
-    rows, cols = linear_sum_assignment(eligible.astype(np.float64), maximize=True)
-    return _prf(int(eligible[rows, cols].sum()), len(predicted), len(human))
+    parent: dict[tuple[str, int], tuple[str, int]] = {}
+
+    def root(node: tuple[str, int]) -> tuple[str, int]:
+        while parent.setdefault(node, node) != node:
+            parent[node] = parent[parent[node]]
+            node = parent[node]
+        return node
+
+    for p, h in pairs:
+        parent[root(("p", p))] = root(("h", h))
+    groups: dict[tuple[str, int], list[tuple[int, int]]] = {}
+    for p, h in pairs:
+        groups.setdefault(root(("p", p)), []).append((p, h))
+    total = 0
+    for group in groups.values():
+        rows = sorted({p for p, _ in group})
+        cols = sorted({h for _, h in group})
+        matrix = np.zeros((len(rows), len(cols)))
+        for p, h in group:
+            matrix[rows.index(p), cols.index(h)] = 1.0
+        chosen_rows, chosen_cols = linear_sum_assignment(matrix, maximize=True)
+        total += int(matrix[chosen_rows, chosen_cols].sum())
+    return total
 
 
 def mask_spans(mask: Any) -> list[tuple[int, int]]:
