@@ -7,9 +7,10 @@ metric); instead the metrics run twice. First :class:`RowBatcher` only
 *collects* the copies (answering zeros, a valid probability), then
 :meth:`RowBatcher.run` runs the model on all distinct copies of the chunk,
 grouped by length (no padding enters any score) in batches of
-``forward_batch``, and the metrics run again on the real answers. The
-batches depend only on the chunk, so the numbers do too, whichever process
-computes the chunk.
+``forward_batch`` (on a CPU, of at most :data:`CPU_TOKENS_PER_BATCH` tokens),
+and the metrics run again on the real answers. The batches depend only on
+the chunk and the device, so the numbers do too, whichever process computes
+the chunk.
 """
 
 from __future__ import annotations
@@ -24,6 +25,14 @@ import torch
 from attnwidget.capture.run import model_device, query_logits
 from attnwidget.capture.sharing import ForeignGuard, model_lock
 from attnwidget.errors import InputError
+
+#: On a CPU, one forward pass takes at most this many tokens (copies × length;
+#: one copy at least). Past a few thousand tokens a batch of long copies costs
+#: more per copy than smaller batches: 89 copies of 512 tokens of a 6-layer
+#: BERT ran 1.3× slower in one batch than one at a time, on one thread and on
+#: two, in batches of 4 as fast (``bench/compare.py``). Short copies still go
+#: hundreds to a batch.
+CPU_TOKENS_PER_BATCH = 2048
 
 
 class RowBatcher:
@@ -64,10 +73,14 @@ class RowBatcher:
         by_length: dict[int, list[tuple[tuple[int, bytes], np.ndarray]]] = {}
         for k, row in self._pending.items():
             by_length.setdefault(row.size, []).append((k, row))
+        on_cpu = model_device(self.model).type == "cpu"
         with evaluation_mode(self.model), torch.no_grad():
-            for group in by_length.values():
-                for start in range(0, len(group), self.forward_batch):
-                    part = group[start : start + self.forward_batch]
+            for length, group in by_length.items():
+                size = self.forward_batch
+                if on_cpu:
+                    size = max(1, min(size, CPU_TOKENS_PER_BATCH // max(length, 1)))
+                for start in range(0, len(group), size):
+                    part = group[start : start + size]
                     kept, prob = self._forward([k[0] for k, _ in part], [r for _, r in part])
                     for (k, _), a, b in zip(part, kept.tolist(), prob.tolist(), strict=True):
                         self._answers[k] = (a, b)
