@@ -1,6 +1,6 @@
 """Which methods agree and which are faithful on the shipped demo models (issue 22).
 
-Run: ``python bench/compare_models.py`` (about 2 minutes on one thread; ``--n``
+Run: ``python bench/compare_models.py`` (about 80 s on one thread; ``--n``
 inputs per model, ``--models``, ``--subsets k`` for the orderings over k
 disjoint subsets, ``--threads``).
 
