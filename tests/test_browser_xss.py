@@ -89,17 +89,6 @@ def make_view(kind: str) -> Any:
         comparison = fixed_comparison(tokens=TOKENS)
         return views.CompareView(comparison, selected_pair=comparison.methods[:2])
     exp = explanation()
-    if kind == "neuron":
-        from tiny_models import build
-
-        model, _tokenizer = build("bert-cls")
-        return views.NeuronView(model, _HostileTokenizer(), "hostile", selected_token=1)
-    if kind == "compare":  # with a pair selected: the scatter labels its points with the tokens
-        from compare_fixtures import fixed_comparison
-
-        comparison = fixed_comparison(tokens=TOKENS)
-        return views.CompareView(comparison, selected_pair=comparison.methods[:2])
-    exp = explanation()
     if kind in ("rating", "head-notes"):  # tokens, and notes/roles/names, all hostile
         import tempfile
 
