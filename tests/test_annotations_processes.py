@@ -102,6 +102,25 @@ def fresh(path: Path, sql: str) -> list[tuple[object, ...]]:
         conn.close()
 
 
+def kill_after(child: str, path: Path, *args: str, acknowledged: int = 30) -> list[int]:
+    """Start ``child`` on ``path``, let it acknowledge ``acknowledged`` writes (it prints
+    each k after the call returned, i.e. after COMMIT), SIGKILL it; every k it
+    acknowledged, checked to be 0, 1, … and the file to pass SQLite's checks."""
+    proc = spawn(child, str(path), *args)
+    lines = reader(proc.stdout)
+    assert next_line(lines, proc) == "ready"
+    reported = [int(next_line(lines, proc)) for _ in range(acknowledged)]
+    proc.send_signal(signal.SIGKILL)
+    assert proc.wait(timeout=TIMEOUT) == -signal.SIGKILL
+    while (line := lines.get(timeout=TIMEOUT)) is not None:
+        assert line != "finished", "the child finished before the kill"
+        reported.append(int(line))
+    assert reported == list(range(len(reported)))
+    assert fresh(path, "PRAGMA integrity_check") == [("ok",)]
+    assert fresh(path, "PRAGMA foreign_key_check") == []
+    return reported
+
+
 def test_a_sigkill_loses_at_most_the_save_in_flight(tmp_path: Path) -> None:
     path = tmp_path / "kill.sqlite"
     count = 20_000

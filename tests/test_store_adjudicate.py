@@ -3,11 +3,10 @@ annotator, on characters, each case computed by hand below."""
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
-from typing import Any
 
 import pytest
+from test_annotations_processes import fresh as rows
 
 from attnwidget.annotations import Adjudication, Store
 from attnwidget.errors import InputError
@@ -36,14 +35,6 @@ def store(tmp_path: Path) -> Store:
     s.save("f", annotator="dee", spans=[], no_evidence=True)
     yield s
     s.close()
-
-
-def rows(path: Path, sql: str) -> list[tuple[Any, ...]]:
-    conn = sqlite3.connect(path)
-    try:
-        return conn.execute(sql).fetchall()
-    finally:
-        conn.close()
 
 
 @pytest.mark.parametrize(

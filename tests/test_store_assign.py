@@ -4,12 +4,12 @@ progress and first_unannotated."""
 from __future__ import annotations
 
 import itertools
-import sqlite3
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
+from test_annotations_processes import fresh as rows
 
 from attnwidget.annotations import Store
 from attnwidget.errors import InputError
@@ -27,14 +27,6 @@ def store(tmp_path: Path) -> Store:
     s.add_items(items(0, 30))
     yield s
     s.close()
-
-
-def rows(path: Path, sql: str) -> list[tuple[Any, ...]]:
-    conn = sqlite3.connect(path)
-    try:
-        return conn.execute(sql).fetchall()
-    finally:
-        conn.close()
 
 
 def table(store: Store) -> dict[str, list[str]]:

@@ -15,7 +15,7 @@ import signal
 from pathlib import Path
 
 import pytest
-from test_annotations_processes import TIMEOUT, fresh, next_line, reader, spawn
+from test_annotations_processes import fresh, kill_after
 
 from attnwidget.annotations import Store
 from attnwidget.annotations._assign import plan
@@ -45,20 +45,8 @@ print("finished", flush=True)
 
 
 def run_and_kill(path: Path, mode: str) -> list[int]:
-    """Start the child, let it acknowledge 30 writes, SIGKILL it; the acknowledged ks."""
-    proc = spawn(CHILD, str(path), mode)
-    lines = reader(proc.stdout)
-    assert next_line(lines, proc) == "ready"
-    reported = [int(next_line(lines, proc)) for _ in range(30)]
-    proc.send_signal(signal.SIGKILL)
-    assert proc.wait(timeout=TIMEOUT) == -signal.SIGKILL
-    while (line := lines.get(timeout=TIMEOUT)) is not None:
-        assert line != "finished", "the child finished before the kill"
-        reported.append(int(line))
-    assert reported == list(range(len(reported)))
-    assert fresh(path, "PRAGMA integrity_check") == [("ok",)]
-    assert fresh(path, "PRAGMA foreign_key_check") == []
-    return reported
+    """The child on ``path`` in ``mode``, killed after 30 acknowledged writes."""
+    return kill_after(CHILD, path, mode)
 
 
 def setup(path: Path, n_items: int = 1) -> None:

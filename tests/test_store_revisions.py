@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
-from typing import Any
 
 import pytest
+from test_annotations_processes import fresh as rows
 
 from attnwidget.annotations import Store
 from attnwidget.errors import InputError
@@ -18,14 +17,6 @@ def store(tmp_path: Path) -> Store:
     s.add_items([{"id": "r1", "text": "a truly great film"}, {"id": "r2", "text": "dull"}])
     yield s
     s.close()
-
-
-def rows(path: Path, sql: str) -> list[tuple[Any, ...]]:
-    conn = sqlite3.connect(path)
-    try:
-        return conn.execute(sql).fetchall()
-    finally:
-        conn.close()
 
 
 def test_revert_restores_an_old_version_as_a_new_revision(store: Store) -> None:
