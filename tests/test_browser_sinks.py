@@ -73,3 +73,28 @@ def test_the_views_say_which_keys_are_left_out(page_watch, solara_test, page_ses
     assert page.evaluate("window.__xss") is None
     assert page.locator(".attnw img").count() == 0
     page_watch.assert_clean()
+
+
+def test_the_image_view_says_which_keys_are_left_out(page_watch, solara_test, page_session) -> None:
+    # A DeiT's [CLS] and distillation token left out: the patch maps are the
+    # renormalised rows, and the caption under the image says so.
+    from image_fixtures import picture
+    from tiny_vision import build_vision
+
+    import attnwidget
+    from attnwidget.views import ImageView
+
+    vit, processor = build_vision("deit")
+    exp = attnwidget.explain(vit, processor, picture(), methods=["raw"], ignore_keys="special")
+    view = ImageView(exp)
+    assert view.ignored_keys == [f"#{k} {exp.tokens[k]!r}" for k in exp.special_tokens]
+    display(view)
+    page = page_session
+    page.locator(".attnw-imageview[data-state=ready]").wait_for()
+    caption = page.locator(".attnw-imageview .attnw-image-specials").text_content()
+    keys = ", ".join(view.ignored_keys)
+    assert caption.endswith(
+        f"Attention with keys {keys} left out, rows renormalised (ignore_keys)."
+    )
+    plain = ImageView(attnwidget.explain(vit, processor, picture(), methods=["raw"]))
+    assert plain.ignored_keys == []

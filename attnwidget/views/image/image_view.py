@@ -18,6 +18,8 @@ trait                type         meaning
 ``labels``           list[str]    P patch token names, row-major (text, never
                                   HTML)
 ``special_tokens``   list[str]    names of the special tokens (CLS, ...)
+``ignored_keys``     list[str]    the keys ``ignore_keys`` left out of every
+                                  attention row (``#0 '[CLS]'``), [] for none
 ``query_token``      str          name of the explanation's query token: the
                                   query of the maps while no patch is selected
 ``target``           str          the explained target ("" if none)
@@ -142,6 +144,7 @@ class ImageView(_AttnWidget):
     patch_size = traitlets.Int(0, read_only=True).tag(sync=True)
     labels = traitlets.List(traitlets.Unicode(), read_only=True).tag(sync=True)
     special_tokens = traitlets.List(traitlets.Unicode(), read_only=True).tag(sync=True)
+    ignored_keys = traitlets.List(traitlets.Unicode(), read_only=True).tag(sync=True)
     query_token = traitlets.Unicode("", read_only=True).tag(sync=True)
     target = traitlets.Unicode("", read_only=True).tag(sync=True)
     methods = traitlets.List(traitlets.Unicode(), read_only=True).tag(sync=True)
@@ -223,6 +226,10 @@ class ImageView(_AttnWidget):
             self.set_trait("patch_size", int(patch_size))
             self.set_trait("labels", [str(explanation.tokens[i]) for i in self._maps.columns])
             self.set_trait("special_tokens", special)
+            self.set_trait(
+                "ignored_keys",
+                [f"#{k} {explanation.tokens[k]!r}" for k in explanation.ignored_keys],
+            )
             self.set_trait("query_token", str(explanation.tokens[explanation.query_index]))
             target = explanation.target
             self.set_trait("target", "" if target is None else str(target))

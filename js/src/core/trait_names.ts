@@ -49,7 +49,7 @@ const flow: Names<FlowTraits> = {
 
 const image: Names<ImageTraits> = {
   _view: true, image: true, image_size: true, grid: true, patch_size: true, labels: true, special_tokens: true,
-  query_token: true, target: true, methods: true, summaries: true, signed: true, scores: true, shape: true,
+  ignored_keys: true, query_token: true, target: true, methods: true, summaries: true, signed: true, scores: true, shape: true,
   num_layers: true, num_heads: true, preload: true, preload_index: true, selected_method: true, layer: true,
   head: true, selected_patch: true, opacity: true,
 };

@@ -45,6 +45,8 @@ export interface ImageTraits extends BaseTraits {
   labels: string[];
   /** Names of the special tokens (text, never HTML). */
   special_tokens: string[];
+  /** The keys ignore_keys left out of every attention row ("#0 '[CLS]'"); [] for none. */
+  ignored_keys: string[];
   /** Name of the explanation's query token: the query while no patch is selected. */
   query_token: string;
   /** The explained target ("" if none). */

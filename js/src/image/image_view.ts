@@ -49,7 +49,7 @@ const NO_REPLY_TEXT =
 /** Traits whose change rebuilds the data (the others only redraw). */
 const DATA_TRAITS = ["grid", "labels", "methods", "signed", "summaries", "scores", "shape", "num_layers", "num_heads", "preload", "preload_index"] as const;
 const NAVIGATION = "change:selected_method change:layer change:head change:selected_patch";
-const VIEW_TRAITS = ["selected_method", "layer", "head", "selected_patch", "opacity", "query_token", "target", "special_tokens"] as const;
+const VIEW_TRAITS = ["selected_method", "layer", "head", "selected_patch", "opacity", "query_token", "target", "special_tokens", "ignored_keys"] as const;
 
 /** The map drawn now: values over the patches (null: still loading) and its range. */
 interface Current {
@@ -210,7 +210,12 @@ export function renderImageView({ model, el }: { model: Model; el: HTMLElement }
       note.textContent = error ? "" : `loading layer ${shown.layer}…`;
     }
     const special = (model.get("special_tokens") ?? []).map(String);
-    specials.textContent = special.length ? `Not patches, not drawn: ${special.join(", ")}.` : "";
+    const ignored = (model.get("ignored_keys") ?? []).map(String);
+    specials.textContent = [
+      special.length ? `Not patches, not drawn: ${special.join(", ")}.` : "",
+      // The maps are the methods' rows: with sinks left out, renormalised without them.
+      ignored.length ? `Attention with keys ${ignored.join(", ")} left out, rows renormalised (ignore_keys).` : "",
+    ].filter(Boolean).join(" ");
     drawMultiples(d, shown, alpha);
 
     const state = !map.values && error ? "error" : picture && map.values ? "ready" : "loading";
