@@ -39,6 +39,7 @@ TUTORIALS = [
     Tutorial("generation", Path("docs/tutorials/generation.ipynb"), "Explore"),
     Tutorial("embeddings", Path("docs/tutorials/embeddings.ipynb"), "Explore"),
     Tutorial("annotate", Path("docs/tutorials/annotate.ipynb"), "Annotate and evaluate"),
+    Tutorial("annotate-team", Path("docs/tutorials/annotate_team.ipynb"), "Annotate and evaluate"),
     Tutorial("evaluate", Path("docs/tutorials/evaluate.ipynb"), "Annotate and evaluate"),
     *(
         Tutorial(p.stem.replace("_", "-"), p.relative_to(ROOT), "Teaching lessons")
