@@ -36,6 +36,7 @@ from attnwidget.views import (
     AttentionCalculator,
     AttentionMatrixView,
     CompareView,
+    ExplanationRating,
     FlowView,
     GenerationView,
     HeadView,
@@ -163,6 +164,7 @@ def _views() -> dict[str, type]:
         "alignment": AlignmentView,
         "generation": GenerationView,
         "adjudication": AdjudicationView,
+        "rating": ExplanationRating,
     }
 
 

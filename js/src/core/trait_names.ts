@@ -8,6 +8,7 @@
  * Only the tests import this module (it is not in the bundle).
  */
 import type { AdjudicationTraits } from "../annotate/adjudication_types";
+import type { RatingTraits } from "../annotate/rating_types";
 import type { AlignmentTraits } from "../annotate/alignment_types";
 import type { AnnotatorTraits } from "../annotate/annotator_types";
 import type { AttentionTraits, HeadTraits, ModelTraits } from "../attention/attention_types";
@@ -98,6 +99,11 @@ const adjudication: Names<AdjudicationTraits> = {
   rule: true, reason: true, last_saved: true, filters: true, matches: true, match_count: true, status: true,
 };
 
+const rating: Names<RatingTraits> = {
+  _view: true, mode: true, show_method: true, count: true, position: true, trial: true, scores: true,
+  revealed: true, answered: true, status: true,
+};
+
 const generation: Names<GenerationTraits> = {
   _view: true, columns: true, prompt_length: true, generated_tokens: true, prefix_lengths: true, words: true,
   word_labels: true, methods: true, signed: true, scores: true, shape: true, caption: true,
@@ -106,7 +112,7 @@ const generation: Names<GenerationTraits> = {
 
 /** Trait names per `_view` value, sorted. */
 export const TRAIT_NAMES: Record<string, string[]> = Object.fromEntries(
-  Object.entries({ saliency, head, model, flow, image, evaluation, compare, annotator, calculator, neuron, alignment, generation, adjudication }).map(([view, names]) => [view, Object.keys(names).sort()]),
+  Object.entries({ saliency, head, model, flow, image, evaluation, compare, annotator, calculator, neuron, alignment, generation, adjudication, rating }).map(([view, names]) => [view, Object.keys(names).sort()]),
 );
 
 const compute: Names<ComputeRequest> = { type: true, id: true, version: true, method: true, layer: true, token: true };
