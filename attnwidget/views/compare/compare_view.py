@@ -58,6 +58,7 @@ import traitlets
 from attnwidget.views.compare._tables import Tables, check_comparison, metric_summary, tables
 from attnwidget.views.core.base import _AttnWidget
 from attnwidget.views.core.buffers import decode_float32, encode_float32
+from attnwidget.views.core.selection import check_token_index
 from attnwidget.views.core.tokens import raw_tokens_of
 from attnwidget.views.saliency.saliency_view import _is_signed, _summary
 
@@ -252,17 +253,7 @@ class CompareView(_AttnWidget):
 
     @traitlets.validate("selected_token")
     def _validate_selected_token(self, proposal: dict[str, Any]) -> int:
-        value = proposal["value"]
-        if isinstance(value, bool):
-            raise traitlets.TraitError(f"selected_token must be an int, not {value!r}.")
-        n = len(self.tokens)
-        if value == -1 or 0 <= value < n:
-            return int(value)
-        allowed = f"a token index 0..{n - 1}" if n else "no token index (there are no tokens)"
-        raise traitlets.TraitError(
-            f"selected_token={value} is out of range: use -1 for no selection or {allowed} "
-            f"({n} tokens)."
-        )
+        return check_token_index(proposal["value"], len(self.tokens))
 
     @traitlets.validate("selected_pair")
     def _validate_selected_pair(self, proposal: dict[str, Any]) -> list[str]:

@@ -111,3 +111,18 @@ class Head(traitlets.Int):
             )
             value = NONE
         return super().validate(obj, value)
+
+
+def check_token_index(value: Any, n: int) -> int:
+    """A ``selected_token`` proposal checked against ``n`` tokens: -1 (none) or
+    0 … n−1, else a TraitError that names the range (the page is sent Python's
+    value back, so a bad click never leaves the two sides apart)."""
+    if isinstance(value, bool):
+        raise traitlets.TraitError(f"selected_token must be an int, not {value!r}.")
+    if value == -1 or 0 <= value < n:
+        return int(value)
+    allowed = f"a token index 0..{n - 1}" if n else "no token index (there are no tokens)"
+    raise traitlets.TraitError(
+        f"selected_token={value} is out of range: use -1 for no selection or {allowed} "
+        f"({n} tokens)."
+    )

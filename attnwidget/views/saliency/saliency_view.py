@@ -47,6 +47,7 @@ from attnwidget.errors import UnknownMethodError
 from attnwidget.results.explanation import Explanation
 from attnwidget.views.core.base import _AttnWidget
 from attnwidget.views.core.buffers import decode_float32, encode_float32
+from attnwidget.views.core.selection import check_token_index
 from attnwidget.views.core.tokens import raw_tokens_of
 
 #: The values of :attr:`SaliencyView.scale`.
@@ -213,17 +214,7 @@ class SaliencyView(_AttnWidget):
 
     @traitlets.validate("selected_token")
     def _validate_selected_token(self, proposal: dict[str, Any]) -> int:
-        value = proposal["value"]
-        if isinstance(value, bool):
-            raise traitlets.TraitError(f"selected_token must be an int, not {value!r}.")
-        n = len(self.tokens)
-        if value == -1 or 0 <= value < n:
-            return int(value)
-        allowed = f"a token index 0..{n - 1}" if n else "no token index (there are no tokens)"
-        raise traitlets.TraitError(
-            f"selected_token={value} is out of range: use -1 for no selection or {allowed} "
-            f"({n} tokens)."
-        )
+        return check_token_index(proposal["value"], len(self.tokens))
 
     def __repr__(self) -> str:
         return (
