@@ -132,3 +132,19 @@ def test_bad_adjudications_are_refused_and_write_nothing(store: Store) -> None:
         store.adjudication("f")
     with pytest.raises(InputError, match="has no revision 4 by 'ana'"):
         store.adjudication("f", annotator="ana", revision=4)
+
+
+def test_agreement_and_review_leave_the_adjudicators_out_unless_named(store: Store) -> None:
+    from attnwidget.annotations import agreement, review
+
+    before = agreement(store, n_resamples=10).overall
+    store.adjudicate("f", sources=["ana", "bob"], rule="union", as_annotator="gold")
+    store.adjudicate("f", sources=["ana", "cy"], rule="ana", as_annotator="judge")
+    assert store.adjudicators() == ["gold", "judge"]
+    after = agreement(store, n_resamples=10).overall
+    # the gold versions are merges of ana's: counted, they would pair with everyone
+    assert list(after.index) == list(before.index)
+    assert not any("gold" in pair or "judge" in pair for pair in after.index)
+    named = agreement(store, ["ana", "gold"], n_resamples=10).overall
+    assert "ana vs gold" in named.index
+    assert set(review(store)["annotators"].iloc[0]) == {"ana", "bob", "cy", "dee"}

@@ -158,6 +158,17 @@ class AdjudicateMixin(StoreBase):
             )
             return with_sources(conn, [made])[0]
 
+    def adjudicators(self) -> list[str]:
+        """Names whose current version of some item is an adjudication (the gold
+        annotators :meth:`adjudicate` wrote), sorted. ``agreement`` and
+        ``review`` leave them out unless named: they measure the annotators."""
+        with self._transaction("DEFERRED") as conn:
+            rows = conn.execute(
+                "SELECT DISTINCT a.annotator FROM annotations a"
+                " JOIN adjudications j ON j.history_id = a.history_id ORDER BY a.annotator"
+            )
+            return [name for (name,) in rows]
+
     def adjudication(
         self, item_id: str, *, annotator: str = "gold", revision: int | None = None
     ) -> Adjudication | None:

@@ -121,13 +121,14 @@ def _choose(store: Store, annotators: Any, items: Any) -> tuple[list[str], list[
             "(store.add_items, store.save)"
         )
     known = store.annotators()
-    if annotators is None:
-        names = list(known)
+    if annotators is None:  # the annotators, not the adjudicated gold they led to
+        judges = set(store.adjudicators())
+        names = [name for name in known if name not in judges]
     else:
         if isinstance(annotators, str) or not isinstance(annotators, Iterable):
             raise InputError(
                 f"annotators={annotators!r}: pass a list of annotator names, e.g. "
-                "annotators=['ana', 'ben'], or None for everyone"
+                "annotators=['ana', 'ben'], or None for everyone but the adjudicators"
             )
         names = list(dict.fromkeys(_validate.annotator(name) for name in annotators))
         unknown = [name for name in names if name not in known]
@@ -232,7 +233,12 @@ def agreement(
     seed: int = 0,
     include_suggested: bool | None = None,
 ) -> Agreement:
-    """Agreement between ``annotators`` (None: all) over ``items`` (None: all) of ``store``.
+    """Agreement between ``annotators`` over ``items`` (None: all) of ``store``.
+
+    ``annotators``: the names to compare; None: everyone who saved an
+    annotation except the adjudicators (:meth:`Store.adjudicators`, e.g. the
+    "gold" that :meth:`Store.adjudicate` wrote), whose versions are merges of
+    the others' and would inflate the agreement; name them to include them.
 
     Words are the items' words (``text.split()``); each annotator's rationale
     is a 0/1 label per word. For each pair of annotators, over the items both

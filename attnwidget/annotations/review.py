@@ -140,12 +140,13 @@ def check_filters(
 def summarize(store: Store, annotators: Sequence[str] | None = None) -> list[ItemSummary]:
     """One :class:`ItemSummary` per item of ``store``, in store order.
 
-    ``annotators``: whose annotations count (None: everyone who saved one).
+    ``annotators``: whose annotations count (None: everyone who saved one, but the adjudicators).
     """
     from attnwidget.annotations.annotator_agreement import agreement
 
     known = store.annotators()
-    names = list(known) if annotators is None else list(annotators)
+    judges = set(store.adjudicators())  # the adjudicated gold is no annotator's view
+    names = [n for n in known if n not in judges] if annotators is None else list(annotators)
     frame = store.to_dataframe()
     frame = frame[frame["annotator"].isin(set(names))]
     saved: dict[str, list[tuple[str, str | None, bool]]] = {}

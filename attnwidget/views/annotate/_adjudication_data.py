@@ -44,7 +44,8 @@ def check_annotators(store: Store, annotators: Any, as_annotator: Any) -> tuple[
     gold = _validate.annotator(as_annotator)
     known = store.annotators()
     if annotators is None:
-        names = [name for name in known if name != gold]
+        judges = {gold, *store.adjudicators()}
+        names = [name for name in known if name not in judges]
     else:
         if isinstance(annotators, str) or not isinstance(annotators, Iterable):
             raise InputError(
