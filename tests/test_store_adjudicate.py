@@ -148,3 +148,16 @@ def test_agreement_and_review_leave_the_adjudicators_out_unless_named(store: Sto
     named = agreement(store, ["ana", "gold"], n_resamples=10).overall
     assert "ana vs gold" in named.index
     assert set(review(store)["annotators"].iloc[0]) == {"ana", "bob", "cy", "dee"}
+
+
+def test_the_adjudicator_may_set_the_label(store: Store) -> None:
+    by_rule = store.adjudicate("f", sources=["ana", "cy"], rule="union")
+    assert by_rule.label is None  # pos against neg: no label has more than half
+    chosen = store.adjudicate("f", sources=["ana", "cy"], rule="union", label="neg")
+    assert chosen.label == "neg" and store.load("f", annotator="gold").label == "neg"
+    assert chosen.spans == by_rule.spans
+    cleared = store.adjudicate("f", sources=["ana", "bob"], rule="ana", label=None)
+    assert cleared.label is None  # ana said pos; the adjudicator says none
+    with pytest.raises(InputError, match="not one of this store's labels"):
+        store.adjudicate("f", sources=["ana", "bob"], label="maybe")
+    assert store.load("f", annotator="gold").revision == cleared.revision  # nothing written

@@ -48,6 +48,10 @@ RULES = ("majority", "union", "intersection")
 """The rules besides an annotator's name."""
 
 
+#: ``adjudicate``'s default label: the one its rule gives (None is a label choice: none).
+_BY_RULE: Any = object()
+
+
 class Adjudication(NamedTuple):
     """How a gold annotation was made: its ``rule``, ``reason`` and ``sources``,
     ``(annotator, revision, id)`` of each source version (``id``: its history row)."""
@@ -90,6 +94,7 @@ class AdjudicateMixin(StoreBase):
         rule: str = "majority",
         as_annotator: str = "gold",
         reason: str | None = None,
+        label: str | None = _BY_RULE,
     ) -> Annotation:
         """Save ``as_annotator``'s annotation of the item made from the current
         annotations of ``sources`` by ``rule`` (see :mod:`._adjudicate`), linked
@@ -98,7 +103,9 @@ class AdjudicateMixin(StoreBase):
         ``rule`` is ``"majority"`` (a character is in when more than half of the
         sources mark it; exactly half is out), ``"union"``, ``"intersection"``
         or one of the sources' names (their marks). No-evidence sources mark
-        nothing. ``reason`` (free text) is kept with the rule:
+        nothing. The label is the named source's, or the label more than half
+        the sources gave (else none), unless ``label=`` sets it (one of the
+        store's labels, or None for none). ``reason`` (free text) is kept with the rule:
         :meth:`adjudication` reads both back. Refused with nothing written:
         a source that has not annotated the item, ``as_annotator`` among the
         sources, an unknown rule. Reads and write are one transaction, so a
@@ -118,6 +125,9 @@ class AdjudicateMixin(StoreBase):
                 f"sources {names}"
             )
         why = _validate.note(reason, f"item {ident!r}")
+        chosen = (
+            label if label is _BY_RULE else _validate.label(label, self.labels, f"item {ident!r}")
+        )
         with self._transaction() as conn:
             idx, _, text = lookup_text(conn, ident)
             found: list[Annotation] = []
@@ -143,7 +153,7 @@ class AdjudicateMixin(StoreBase):
                 words,
                 chars,
                 not chars,
-                _label(found, rule),
+                _label(found, rule) if chosen is _BY_RULE else chosen,
                 granularity=kinds.pop() if len(kinds) == 1 else "char",
             )
             made = write_in(conn, idx, ident, gold, draft, datetime.now(timezone.utc))
