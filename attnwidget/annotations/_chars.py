@@ -24,12 +24,11 @@ span is dropped (it marks nothing).
 from __future__ import annotations
 
 import bisect
-import operator
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from attnwidget.annotations.validate import Span
+from attnwidget.annotations.validate import Span, span_bound
 from attnwidget.errors import InputError
 
 if TYPE_CHECKING:
@@ -76,18 +75,6 @@ def merge(spans: Iterable[Span]) -> tuple[Span, ...]:
     return tuple(out)
 
 
-def _index(value: Any, what: str, where: str) -> int:
-    if isinstance(value, bool):
-        raise InputError(f"{where}: {what} is {value!r}, a bool; char_spans hold offsets (ints)")
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise InputError(
-            f"{where}: {what} {value!r} is a {type(value).__name__}, not an integer; "
-            "char_spans are (start, end) character offsets such as (0, 5)"
-        ) from None
-
-
 def check_char_spans(value: Any, text: str, where: str) -> tuple[Span, ...]:
     """Checked character spans of ``text``: trimmed, sorted, merged (module rules)."""
     if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
@@ -108,8 +95,8 @@ def check_char_spans(value: Any, text: str, where: str) -> tuple[Span, ...]:
         )
         if len(parts) != 2:
             raise InputError(f"{where}: char span {number} is {pair!r}; each is (start, end)")
-        start = _index(parts[0], f"char span {number} start", where)
-        end = _index(parts[1], f"char span {number} end", where)
+        start = span_bound(parts[0], f"char span {number} start", where, unit="char")
+        end = span_bound(parts[1], f"char span {number} end", where, unit="char")
         if not 0 <= start < end <= len(text):
             raise InputError(
                 f"{where}: char span {number} ({start}, {end}) is not inside the text: it has "

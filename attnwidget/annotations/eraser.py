@@ -27,7 +27,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 import warnings
 from datetime import datetime, timezone
 from pathlib import Path
@@ -35,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from attnwidget.annotations import validate as _validate
 from attnwidget.annotations._chars import chars_from_words, word_offsets
+from attnwidget.annotations._files import write_atomically
 from attnwidget.annotations._rows import add_items_in, save_in
 from attnwidget.annotations.validate import Item, Span
 from attnwidget.errors import InputError
@@ -43,17 +43,6 @@ if TYPE_CHECKING:
     from attnwidget.annotations.store import Store
 
 _SPLIT_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as out:
-            out.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        os.unlink(temporary)
-        raise
 
 
 def _check_docid(docid: str) -> None:
@@ -118,7 +107,7 @@ def export_eraser(
     by_id = {item.id: item for item in items}
     for item in items:
         text = "\n".join(" ".join(words) for words in _sentences(item.text)) + "\n"
-        _write_atomically(root / "docs" / item.id, text)
+        write_atomically(root / "docs" / item.id, text)
     lines = []
     rounded: list[str] = []
     for item_id, _, spans_json, label, chars_json in rows:
@@ -150,7 +139,7 @@ def export_eraser(
             "docids": [item_id],
         }
         lines.append(json.dumps(record, sort_keys=True, ensure_ascii=False) + "\n")
-    _write_atomically(root / f"{split}.jsonl", "".join(lines))
+    write_atomically(root / f"{split}.jsonl", "".join(lines))
     if rounded:
         warnings.warn(
             f"{len(rounded)} annotations have character spans that do not fall on word "

@@ -167,15 +167,25 @@ def annotator(value: Any) -> str:
     return encodable(value, "the annotator name", f"annotator {value!r}")
 
 
-def _index(value: Any, what: str, where: str) -> int:
+#: unit -> (the keyword, what its bounds are, an example) for span_bound's messages.
+_BOUNDS = {
+    "word": ("spans", "word indices", "word indices such as (3, 5)"),
+    "char": ("char_spans", "offsets", "character offsets such as (0, 5)"),
+}
+
+
+def span_bound(value: Any, what: str, where: str, *, unit: str = "word") -> int:
+    """One end of a span, an int (not a bool); ``unit`` ("word" or "char") names
+    the kind of span in the message."""
+    field, noun, example = _BOUNDS[unit]
     if isinstance(value, bool):
-        raise InputError(f"{where}: {what} is {value!r}, a bool; spans hold word indices (ints)")
+        raise InputError(f"{where}: {what} is {value!r}, a bool; {field} hold {noun} (ints)")
     try:
         return operator.index(value)
     except TypeError:
         raise InputError(
             f"{where}: {what} {value!r} is a {type(value).__name__}, not an integer; "
-            "spans are (start, end) word indices such as (3, 5)"
+            f"{field} are (start, end) {example}"
         ) from None
 
 
@@ -206,8 +216,8 @@ def spans(value: Any, n_words: int, where: str) -> tuple[Span, ...]:
                 f"{where}: span {number} is {pair!r} with {len(parts)} values; "
                 "each span is a pair (start, end)"
             )
-        start = _index(parts[0], f"span {number} start", where)
-        end = _index(parts[1], f"span {number} end", where)
+        start = span_bound(parts[0], f"span {number} start", where)
+        end = span_bound(parts[1], f"span {number} end", where)
         if end <= start:
             raise InputError(
                 f"{where}: span {number} is ({start}, {end}) with end <= start; end is "

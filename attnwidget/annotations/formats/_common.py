@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import inspect
 import json
-import os
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -212,21 +210,6 @@ def read_jsonl(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
             raise InputError(f"{source.name} line {number} is not a JSON object")
         out.append((number, record))
     return out
-
-
-def write_text(path: str | Path, text: str) -> Path:
-    """Write ``text`` to ``path`` atomically (a reader never sees half a file)."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as out:
-            out.write(text)
-        os.replace(temporary, target)
-    except BaseException:
-        os.unlink(temporary)
-        raise
-    return target
 
 
 def need(record: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from attnwidget.annotations import validate as _validate
+from attnwidget.annotations._files import write_atomically
 from attnwidget.annotations.formats import _common
 from attnwidget.annotations.formats._common import ImportReport, Record
 from attnwidget.errors import InputError
@@ -131,7 +132,7 @@ def export_doccano(
     target = Path(path)
     if annotator is not None:
         who = _validate.annotator(annotator)
-        _common.write_text(target, _lines(store, who, span_label))
+        write_atomically(target, _lines(store, who, span_label))
         return target
     names = store.annotators()
     bad = [name for name in names if not _FILE_NAME.fullmatch(name)]
@@ -142,5 +143,5 @@ def export_doccano(
         )
     target.mkdir(parents=True, exist_ok=True)
     for name in names:
-        _common.write_text(target / f"{name}.jsonl", _lines(store, name, span_label))
+        write_atomically(target / f"{name}.jsonl", _lines(store, name, span_label))
     return target

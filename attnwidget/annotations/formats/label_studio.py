@@ -31,6 +31,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from attnwidget.annotations._files import write_atomically
 from attnwidget.annotations.formats import _common
 from attnwidget.annotations.formats._common import ImportReport, Record
 from attnwidget.errors import InputError
@@ -168,4 +169,4 @@ def export_label_studio(
         if item.text_pair is not None:
             data["text_pair"] = item.text_pair
         tasks.append({"id": number, "data": data, "annotations": annotations, "predictions": []})
-    return _common.write_text(path, json.dumps(tasks, ensure_ascii=False, indent=1) + "\n")
+    return write_atomically(path, json.dumps(tasks, ensure_ascii=False, indent=1) + "\n")

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from attnwidget.annotations import validate as _validate
+from attnwidget.annotations._files import write_atomically
 from attnwidget.annotations.formats import _common
 from attnwidget.annotations.formats._common import ImportReport, Record
 from attnwidget.errors import InputError
@@ -135,4 +136,4 @@ def export_prodigy(
             answer="accept", _annotator_id=row.annotator, _session_id=row.annotator, meta=meta
         )
         lines.append(json.dumps(record, ensure_ascii=False) + "\n")
-    return _common.write_text(path, "".join(lines))
+    return write_atomically(path, "".join(lines))
