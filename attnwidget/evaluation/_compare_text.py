@@ -17,7 +17,7 @@ from attnwidget.capture.run import blank_token_id, forward_accepts
 from attnwidget.capture.tokens import max_length
 from attnwidget.errors import InputError
 from attnwidget.evaluation import dataset
-from attnwidget.evaluation._compute import Plan, score_explanations
+from attnwidget.evaluation._compute import Plan, score_explanations, token_types, word_mask
 from attnwidget.evaluation.dataset import Example
 from attnwidget.evaluation.metrics_registry import MetricInput, resolve_metrics
 from attnwidget.results.explanation import Explanation
@@ -65,11 +65,15 @@ def text_metrics(
         methods=tuple(names),
         metrics=resolve_metrics([*faith_names, *plaus_names], have_rationales=human is not None),
         replacement_id=blank,
+        truncation=bool(truncation),
+        limit=max_length(model, tokenizer) if truncation and model is not None else None,
         k=int(k),
     )
-    example = Example(position=0, id="0", text=text or "", text_pair=text_pair)
+    example = Example(
+        position=0, id="0", text=text if isinstance(text, str) else "", text_pair=text_pair
+    )
     if faith_names:
-        types = _token_types(model, tokenizer, exp, text, text_pair, truncation)
+        types = _token_types(model, tokenizer, exp, example, plan)
         (result,) = score_explanations(model, tokenizer, plan, [example], [exp], [human], [types])
         values = result.values
     else:
@@ -85,36 +89,17 @@ def text_metrics(
     return faith, plaus, human, settings
 
 
-def _token_types(
-    model: Any,
-    tokenizer: Any,
-    exp: Explanation,
-    text: Any,
-    text_pair: str | None,
-    truncation: bool,
-) -> list[int] | None:
-    """The token type ids the explanation's model run had: the tokenizer's own.
-
-    :func:`attnwidget.explain` passes the model the token types the tokenizer
-    gives, and none when it gives none (GPT-2's embeddings would add the
-    word embedding of id 0 for a type 0 it never had; a BERT whose tokenizer
-    gives none ran with type 0 on both segments), and ``evaluate``
-    re-tokenises likewise, so the re-runs do the same. Without the text
-    (``compare(exp, model=...)``) the types follow ``sentence_b_start`` when
-    the tokenizer's ``model_input_names`` promise them.
+def _token_types(model: Any, tokenizer: Any, exp: Explanation, example: Example, plan: Plan) -> Any:
+    """The token type ids the explanation's model run had: the tokenizer's own, as
+    ``evaluate`` re-tokenises (:func:`._compute.token_types`; GPT-2's embeddings
+    would add a type 0 it never had). Without the text (``compare(exp,
+    model=...)``) they follow ``sentence_b_start`` when the tokenizer's
+    ``model_input_names`` promise them.
     """
+    if example.text:
+        return token_types(model, tokenizer, example, plan, exp.input_ids)
     if not forward_accepts(model, "token_type_ids"):
         return None
-    if isinstance(text, str):
-        limit = max_length(model, tokenizer) if truncation else None
-        cut = {"truncation": True, "max_length": limit} if limit else {}
-        encoding = tokenizer(text, text_pair, add_special_tokens=True, **cut)
-        if [int(i) for i in encoding["input_ids"]] != np.asarray(exp.input_ids).tolist():
-            raise InputError(
-                "the text's tokens differ from the explanation's; pass the text it explained."
-            )
-        types = encoding.get("token_type_ids")
-        return None if types is None else [int(t) for t in types]
     if "token_type_ids" not in getattr(tokenizer, "model_input_names", ()):
         return None
     n = len(exp.tokens)
@@ -126,10 +111,8 @@ def _plausibility_only(
     plan: Plan, exp: Explanation, tokenizer: Any, human: np.ndarray | None
 ) -> dict[str, dict[str, float]]:
     ids = np.asarray(exp.input_ids, dtype=np.int64)
-    special = set(getattr(tokenizer, "all_special_ids", None) or [])
-    candidates = np.flatnonzero(
-        ~np.isin(ids, list(special)) & (np.arange(ids.size) != exp.query_index)
-    )
+    special = getattr(tokenizer, "all_special_ids", None) or []
+    candidates = np.flatnonzero(word_mask(ids, exp.query_index, special))
 
     def no_rerun(_ids: Any) -> np.ndarray:  # plausibility never re-runs the model
         raise AssertionError("a plausibility metric asked for a model run")

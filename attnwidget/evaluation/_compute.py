@@ -98,14 +98,14 @@ def torch_threads(count: int | None) -> Iterator[None]:
             torch.set_num_threads(before)
 
 
-def _token_types(model: Any, tokenizer: Any, example: Example, plan: Plan, ids: Any) -> Any:
+def token_types(model: Any, tokenizer: Any, example: Example, plan: Plan, ids: Any) -> Any:
     """The token type ids the capture gave the model, checked against its tokens."""
     cut = {"truncation": True, "max_length": plan.limit} if plan.truncation and plan.limit else {}
     encoding = tokenizer(example.text, example.text_pair, add_special_tokens=True, **cut)
     if list(encoding["input_ids"]) != [int(i) for i in ids]:
         raise InputError(
-            f"example {example.id!r}: the tokenizer gives other tokens than the explanation; "
-            "evaluate needs a deterministic tokenizer."
+            f"example {example.id!r}: the text's tokens differ from the explanation's; pass "
+            "the text it explained (the re-runs need a deterministic tokenizer)."
         )
     types = encoding.get("token_type_ids")
     return list(types) if types is not None and forward_accepts(model, "token_type_ids") else None
@@ -131,13 +131,21 @@ def compute_chunk(model: Any, tokenizer: Any, plan: Plan, task: ChunkTask) -> Ch
             truncation=plan.truncation,
         )
         types = [
-            _token_types(model, tokenizer, e, plan, np.asarray(x.input_ids))
+            token_types(model, tokenizer, e, plan, np.asarray(x.input_ids))
             for e, x in zip(examples, explanations, strict=True)
         ]
         results = score_explanations(
             model, tokenizer, plan, examples, explanations, list(task.human), types
         )
     return ChunkResult(index=task.index, examples=results)
+
+
+def word_mask(ids: Any, query_index: int, special_ids: Any) -> np.ndarray:
+    """bool (n,): the tokens the metrics remove or compare: not a special token
+    and not the query position (the explained row itself)."""
+    out = ~np.isin(np.asarray(ids), list(special_ids))
+    out[query_index] = False
+    return out
 
 
 def score_explanations(
@@ -164,8 +172,7 @@ def score_explanations(
         batcher.add_example(
             key, target_id=int(exp.target_id), row=exp.query_index, token_type_ids=types
         )
-        is_word = ~np.isin(ids, list(special))
-        is_word[exp.query_index] = False
+        is_word = word_mask(ids, exp.query_index, special)
         if rationale is not None and np.asarray(rationale).size != ids.size:
             raise InputError(
                 f"the rationale of example {example.id!r} has {np.asarray(rationale).size} "

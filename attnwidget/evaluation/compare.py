@@ -20,6 +20,7 @@ import numpy as np
 from attnwidget.capture import ENCODER_DECODER, model_kind
 from attnwidget.errors import InputError
 from attnwidget.evaluation import _compare_image, _compare_text
+from attnwidget.evaluation._compute import word_mask
 from attnwidget.evaluation.comparison import AGREEMENT_METRICS, DIRECTIONS, Comparison
 from attnwidget.evaluation.metrics_registry import (
     FAITHFULNESS,
@@ -242,9 +243,9 @@ def _compared(exp: Explanation, tokenizer: Any, include_special: bool) -> np.nda
             "compare needs the tokenizer to leave special tokens out: pass tokenizer=... "
             "(or include_special=True to compare every token)."
         )
-    out &= ~np.isin(np.asarray(exp.input_ids), list(special))
-    if exp.kind in ("causal-lm", "masked-lm"):
-        out[exp.query_index] = False  # the explained position itself, as evaluate
+    # the words the faithfulness metrics remove (for a classifier the query is
+    # [CLS], a special token anyway)
+    out = word_mask(exp.input_ids, exp.query_index, special)
     if out.sum() < 2:
         raise InputError(
             f"only {int(out.sum())} token(s) to compare once special tokens are left out; "

@@ -15,16 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from attnwidget.metrics.method_agreement import AGREEMENT_METRICS as METRICS
+# The agreement metrics, in display order (:func:`attnwidget.metrics.pair_agreement`).
+from attnwidget.metrics.method_agreement import AGREEMENT_METRICS as AGREEMENT_METRICS
 from attnwidget.results.explanation import Explanation
 
 if TYPE_CHECKING:
     import pandas as pd
 
-#: The agreement metrics, in display order (:func:`attnwidget.metrics.pair_agreement`).
-#: ``top_k`` overlaps: the share of one method's k top-ranked tokens that the
-#: other also ranks in its top k.
-AGREEMENT_METRICS = METRICS
 
 #: Which way is better, for every figure a Comparison holds.
 DIRECTIONS: dict[str, str] = {
