@@ -44,7 +44,6 @@ import warnings
 from pathlib import Path
 
 import torch
-import transformers as tf
 
 import attnwidget
 from attnwidget import demo
@@ -52,7 +51,7 @@ from attnwidget.evaluation import _batcher
 from attnwidget.metrics import AOPC_BINS, FRACTIONS
 
 sys.path.insert(0, str(Path(__file__).parent))
-from explain import word_tokenizer  # bench/ is not a package
+from explain import synthetic_bert  # bench/ is not a package
 
 #: Copies one method asks for: ERASER's unchanged input and its comprehensiveness and
 #: sufficiency bins, and each perturbation order's steps (step 0 is the unchanged input).
@@ -93,19 +92,7 @@ def cases(long: int):
         words += sentence.text.split()
     limit = encoder.config.max_position_embeddings - 2  # [CLS] … [SEP]
     full = " ".join(words[:limit])
-    torch.manual_seed(0)
-    tokenizer = word_tokenizer(1000)
-    text = " ".join(f"w{i}" for i in torch.randint(0, 990, (long - 2,)).tolist())
-    bert = tf.BertForSequenceClassification(
-        tf.BertConfig(
-            vocab_size=1000,
-            hidden_size=256,
-            num_hidden_layers=6,
-            num_attention_heads=8,
-            intermediate_size=1024,
-            max_position_embeddings=max(512, long),
-        )
-    ).eval()
+    bert, tokenizer, text = synthetic_bert(long)
     return [
         ("sva-encoder, short sentence", encoder, encoder_tokenizer, short),
         ("sva-encoder, max length", encoder, encoder_tokenizer, full),

@@ -68,8 +68,9 @@ def word_tokenizer(vocab_size: int) -> PreTrainedTokenizerFast:
     )
 
 
-def cases(n: int):
-    """(name, model, tokenizer, text): synthetic 6-layer models and the demo models."""
+def synthetic_bert(n: int):
+    """A 6-layer, hidden-256 BERT classifier (random weights, seed 0), a word
+    tokenizer and an n-token text of random words for it."""
     torch.manual_seed(0)
     tokenizer = word_tokenizer(1000)
     text = " ".join(f"w{i}" for i in torch.randint(0, 990, (n - 2,)).tolist())
@@ -83,6 +84,12 @@ def cases(n: int):
             max_position_embeddings=max(512, n),
         )
     ).eval()
+    return bert, tokenizer, text
+
+
+def cases(n: int):
+    """(name, model, tokenizer, text): synthetic 6-layer models and the demo models."""
+    bert, tokenizer, text = synthetic_bert(n)
     gpt2 = tf.GPT2LMHeadModel(
         tf.GPT2Config(
             vocab_size=1000,
